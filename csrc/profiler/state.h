@@ -1,0 +1,64 @@
+/* rankmap profiler: state shared by the core, the block writer and the lifecycle code.
+ * Not part of the binding layer's interface (that is core.h). */
+#ifndef RMP_STATE_H
+#define RMP_STATE_H
+
+#include "core.h"
+#include <pthread.h>
+#include <stddef.h>
+
+/* An append-only byte buffer that a signal handler may read at any time:
+ * growth copies into a new allocation and publishes it; the old one is kept
+ * until exit, so a reader never sees freed memory. */
+typedef struct {
+    unsigned char *data;
+    size_t len, cap;
+} rmp_buf;
+
+RMP_HIDDEN int rmp_buf_append(rmp_buf *b, const void *p, size_t n);
+
+/* collective table row, written verbatim (docs/formats.md, section COLL) */
+typedef struct {
+    uint32_t group;
+    uint16_t op;
+    uint16_t bucket;
+    int32_t root; /* world rank, -1 for rootless operations */
+    uint32_t pad;
+    uint64_t calls;
+    uint64_t bytes;
+} rmp_coll_row;
+
+typedef struct {
+    pthread_mutex_t lock; /* slow paths: groups, collective table, persistent requests */
+    int comm_keyval, win_keyval, self_keyval;
+    MPI_Group world_group;
+    uint32_t *identity; /* 0..P-1, the world's translation table */
+    rmp_buf groups;     /* serialized interned groups (section GROUPS) */
+    rmp_buf coll;       /* rmp_coll_row[] (section COLL) */
+    char *meta_json;    /* section META, built at start */
+    size_t meta_len;
+    int fd;             /* the run file, O_APPEND */
+    uint64_t t_start_ns;
+    uint32_t seq;
+    int pid;
+    unsigned char *rowbuf; /* compaction buffer for section P2P: 2*P rows */
+    int flushing;          /* a block is being written */
+    int final_done;        /* the last block of this process is written */
+    uint64_t last_flush_ns;
+} rmp_private;
+
+RMP_HIDDEN extern rmp_private rmp_p;
+
+#define RMP_LOCK() pthread_mutex_lock(&rmp_p.lock)
+#define RMP_UNLOCK() pthread_mutex_unlock(&rmp_p.lock)
+
+/* core.c */
+RMP_HIDDEN int rmp_core_init(void);
+RMP_HIDDEN uint32_t rmp_group_intern(const uint32_t *world, uint32_t n);
+
+/* output.c */
+RMP_HIDDEN int rmp_output_open(void);
+RMP_HIDDEN void rmp_write_block(int status, int detail); /* async-signal-safe */
+RMP_HIDDEN uint64_t rmp_now_ns(void);
+
+#endif

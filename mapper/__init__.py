@@ -1,0 +1,1 @@
+"""rankmap's mapping side: machine model, hierarchical partitioning, metrics, writers, CLI."""

@@ -1,0 +1,151 @@
+"""Run a program under the PMPI profiler (`rankmap profile`).
+
+The launcher's own way of forwarding environment is used so that only the MPI
+processes preload the library (mpirun itself or srun must not load libmpi):
+Open MPI `-x VAR`, MPICH Hydra `-genv VAR VALUE`, Slurm `--export=ALL,VAR=VALUE`."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from profiler import native
+from profiler.errors import UserError
+
+LAUNCHERS = ("openmpi", "mpich", "srun", "env")
+
+
+@dataclass
+class ProfileRun:
+    directory: Path
+    exit_code: int
+    seconds: float
+    launcher: str
+    mpi: str
+
+
+def launcher_kind(argv0: str) -> str:
+    """openmpi | mpich | srun from the launcher's name (following Debian's alternatives)."""
+    name = os.path.basename(argv0)
+    if name == "srun":
+        return "srun"
+    if name in ("orterun", "mpirun.openmpi", "mpiexec.openmpi", "prterun"):
+        return "openmpi"
+    if name in ("mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra"):
+        return "mpich"
+    if name in ("mpirun", "mpiexec"):
+        path = shutil.which(argv0)
+        real = os.path.basename(os.path.realpath(path)) if path else ""
+        if "mpich" in real or "hydra" in real:
+            return "mpich"
+        if "openmpi" in real or "orterun" in real or "prterun" in real:
+            return "openmpi"
+        return "openmpi"
+    raise UserError(f"`{argv0}` is not a launcher rankmap knows (mpirun/mpiexec of Open MPI or MPICH, srun); "
+                    "use --launcher env to preload through the environment of any command")
+
+
+def program_mpi(argv: list[str]) -> str | None:
+    """MPI implementation the program is linked against (from its ELF DT_NEEDED), if found."""
+    for tok in argv[1:]:
+        if tok.startswith("-"):
+            continue
+        path = tok if os.sep in tok else shutil.which(tok)
+        if not path or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, "rb") as f:
+                if f.read(4) != b"\x7fELF":
+                    continue
+            out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=False).stdout
+        except OSError:
+            continue
+        if "libmpich" in out:
+            return "mpich"
+        if "libmpi.so" in out:
+            return "openmpi"
+    return None
+
+
+def _with_env(argv: list[str], kind: str, env: dict[str, str]) -> list[str]:
+    head, tail = argv[:1], argv[1:]
+    if kind == "openmpi":
+        opts = [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
+    elif kind == "mpich":
+        opts = [a for k, v in env.items() for a in ("-genv", k, v)]
+    elif kind == "srun":
+        opts = ["--export=ALL," + ",".join(f"{k}={v}" for k, v in env.items())]
+    else:
+        opts = []
+    return head + opts + tail
+
+
+def new_run_dir(out: str | None) -> Path:
+    if out is None:
+        out = "rankmap-profile-" + datetime.now().strftime("%Y%m%d-%H%M%S")
+    d = Path(out).absolute()
+    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+        raise UserError(f"{d} already exists and is not empty; choose another --out (an earlier run is never overwritten)")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create {d}: {e.strerror}") from None
+    return d
+
+
+def run_profile(command: list[str], out: str | None = None, launcher: str | None = None, mpi: str | None = None,
+                flush_seconds: float | None = None, extra_env: dict[str, str] | None = None) -> ProfileRun:
+    if not command:
+        raise UserError("give the launcher and program after --, e.g. rankmap profile -- mpirun -np 8 ./app")
+    kind = launcher or launcher_kind(command[0])
+    if kind not in LAUNCHERS:
+        raise UserError(f"unknown launcher kind {kind!r}; choose one of {', '.join(LAUNCHERS)}")
+    impl = mpi or (kind if kind in ("openmpi", "mpich") else None) or program_mpi(command) or native.default_mpi()
+    if impl not in native.MPI_NAMES:
+        raise UserError(f"unknown MPI implementation {impl!r}; choose openmpi or mpich")
+    lib = native.artifact("profiler", impl)
+    directory = new_run_dir(out)
+    run_id = datetime.now().strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    preload = str(lib) + (":" + os.environ["LD_PRELOAD"] if os.environ.get("LD_PRELOAD") else "")
+    env_tool = {"LD_PRELOAD": preload, "RANKMAP_PROFILE_DIR": str(directory), "RANKMAP_PROFILE_RUN_ID": run_id}
+    if flush_seconds:
+        env_tool["RANKMAP_PROFILE_FLUSH_SECONDS"] = str(flush_seconds)
+    env_tool.update(extra_env or {})
+    argv = _with_env(command, kind, env_tool)
+    env = dict(os.environ)
+    if kind == "env":
+        env.update(env_tool)
+    else:  # the launcher forwards them; it must not preload the profiler itself
+        env.update({k: v for k, v in env_tool.items() if k != "LD_PRELOAD"})
+    record = {"run_id": run_id, "command": command, "argv": argv, "launcher": kind, "mpi": impl,
+              "profiler_library": str(lib), "host": socket.gethostname(), "cwd": os.getcwd(),
+              "started": datetime.now().isoformat(timespec="seconds"), "exit_code": None}
+    _write_json(directory / "run.json", record)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, env=env, check=False)
+        code = proc.returncode
+    except FileNotFoundError:
+        code = 127
+        record["error"] = f"{argv[0]}: command not found"
+    except KeyboardInterrupt:
+        code = 130
+    seconds = time.monotonic() - t0
+    record.update(exit_code=code, seconds=round(seconds, 3), finished=datetime.now().isoformat(timespec="seconds"))
+    _write_json(directory / "run.json", record)
+    if record.get("error"):
+        raise UserError(record["error"])
+    return ProfileRun(directory=directory, exit_code=code, seconds=seconds, launcher=kind, mpi=impl)
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
