@@ -42,10 +42,11 @@ def cli():
               help="MPI the program uses (default: from the launcher or the program's libraries).")
 @click.option("--flush-seconds", type=float, metavar="S",
               help="Also write a snapshot every S seconds (survives SIGKILL).")
+@click.option("--timeout", type=float, metavar="S", help="Kill the run after S seconds (its data is kept).")
 @click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL",
               help="Collective model for the printed summary (see show-profile).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def profile(out, launcher, mpi, flush_seconds, model, command):
+def profile(out, launcher, mpi, flush_seconds, timeout, model, command):
     """Run COMMAND (launcher and program) with the traffic profiler preloaded.
 
     Example: rankmap profile --out run1 -- mpirun -np 8 ./app
@@ -54,7 +55,8 @@ def profile(out, launcher, mpi, flush_seconds, model, command):
     from profiler.rundir import read_run
     from profiler.summary import print_summary
 
-    res = run_profile(list(command), out=out, launcher=launcher, mpi=mpi, flush_seconds=flush_seconds)
+    res = run_profile(list(command), out=out, launcher=launcher, mpi=mpi, flush_seconds=flush_seconds,
+                      timeout=timeout)
     console.print(f"[bold]rankmap profile:[/bold] {' '.join(command)} exited with {res.exit_code} "
                   f"after {res.seconds:.2f} s; data in {res.directory}")
     prof = read_run(res.directory)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -101,7 +102,8 @@ def new_run_dir(out: str | None) -> Path:
 
 
 def run_profile(command: list[str], out: str | None = None, launcher: str | None = None, mpi: str | None = None,
-                flush_seconds: float | None = None, extra_env: dict[str, str] | None = None) -> ProfileRun:
+                flush_seconds: float | None = None, extra_env: dict[str, str] | None = None,
+                timeout: float | None = None) -> ProfileRun:
     if not command:
         raise UserError("give the launcher and program after --, e.g. rankmap profile -- mpirun -np 8 ./app")
     kind = launcher or launcher_kind(command[0])
@@ -130,19 +132,48 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
     _write_json(directory / "run.json", record)
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(argv, env=env, check=False)
-        code = proc.returncode
+        code = run_command(argv, env, timeout)
     except FileNotFoundError:
         code = 127
         record["error"] = f"{argv[0]}: command not found"
-    except KeyboardInterrupt:
-        code = 130
+    if code == TIMED_OUT:
+        record["timed_out"] = True
     seconds = time.monotonic() - t0
     record.update(exit_code=code, seconds=round(seconds, 3), finished=datetime.now().isoformat(timespec="seconds"))
     _write_json(directory / "run.json", record)
     if record.get("error"):
         raise UserError(record["error"])
     return ProfileRun(directory=directory, exit_code=code, seconds=seconds, launcher=kind, mpi=impl)
+
+
+TIMED_OUT = 124
+
+
+def run_command(argv: list[str], env: dict | None = None, timeout: float | None = None) -> int:
+    """Run argv in its own process group; on timeout or Ctrl-C the whole group is
+    terminated (a launcher's orphaned ranks would otherwise keep spinning)."""
+    proc = subprocess.Popen(argv, env=env, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return TIMED_OUT
+    except KeyboardInterrupt:
+        _kill_group(proc)
+        return 130
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _write_json(path: Path, obj) -> None:

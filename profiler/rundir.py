@@ -68,6 +68,9 @@ class RankRecord:
             return f"signal {self.detail}"
         if self.status == "aborted":
             return f"aborted (code {self.detail})"
+        if self.status == "running":
+            secs = (self.t_end_ns - self.t_start_ns) / 1e9
+            return f"killed (no final block); snapshot at {secs:.2f} s"
         return self.status
 
 

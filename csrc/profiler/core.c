@@ -5,9 +5,8 @@
 #include <stdlib.h>
 
 rmp_globals rmp_g = {.gen = 1};
-rmp_private rmp_p = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+rmp_private rmp_p = {.lock = PTHREAD_MUTEX_INITIALIZER, .snap_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 __thread rmp_tls_slot rmp_tls_cache[RMP_TLS_SLOTS] __attribute__((tls_model("initial-exec")));
-__thread int rmp_tls_countdown __attribute__((tls_model("initial-exec")));
 
 /* ------------------------------------------------------------------ buffers */
 
@@ -678,6 +677,7 @@ void rmp_coll(MPI_Comm comm, int op, int root, uint64_t n)
 {
     if (rmp_g.state != RMP_ACTIVE)
         return;
+    rmp_snapshot_point();
     rmp_comm_info *ci = rmp_comm_info_of(comm);
     if (ci == NULL)
         return;

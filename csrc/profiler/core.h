@@ -66,7 +66,7 @@ typedef struct {
     uint64_t gen;   /* bumped when a cached communicator is freed */
     uint64_t unattr_bytes, unattr_msgs;
     uint64_t inter_coll;
-    uint64_t flush_interval_ns;
+    int dirty; /* counters changed since the last block was written */
 } rmp_globals;
 
 RMP_HIDDEN extern rmp_globals rmp_g;
@@ -79,12 +79,11 @@ typedef struct {
 
 #define RMP_TLS_SLOTS 64
 RMP_HIDDEN extern __thread rmp_tls_slot rmp_tls_cache[RMP_TLS_SLOTS] __attribute__((tls_model("initial-exec")));
-RMP_HIDDEN extern __thread int rmp_tls_countdown __attribute__((tls_model("initial-exec")));
 
 /* lifecycle (lifecycle.c) */
 RMP_HIDDEN void rmp_start(void);
 RMP_HIDDEN void rmp_abort_hook(int code);
-RMP_HIDDEN void rmp_periodic(void);
+RMP_HIDDEN void rmp_snapshot_point(void); /* at collective entry: write a snapshot if one is due */
 
 #define RMP_ENTER()                                   \
     do {                                              \
@@ -127,6 +126,8 @@ static inline int rmp_world_of(MPI_Comm comm, int rank)
 
 static inline void rmp_add(rmp_cell *c, uint64_t bytes)
 {
+    if (RMP_UNLIKELY(!rmp_g.dirty)) /* read-mostly: threads do not bounce the line */
+        rmp_g.dirty = 1;
     if (RMP_UNLIKELY(rmp_g.multi)) {
         __atomic_fetch_add(&c->bytes, bytes, __ATOMIC_RELAXED);
         __atomic_fetch_add(&c->msgs, 1, __ATOMIC_RELAXED);
@@ -134,12 +135,6 @@ static inline void rmp_add(rmp_cell *c, uint64_t bytes)
         c->bytes += bytes;
         c->msgs += 1;
     }
-}
-
-static inline void rmp_tick(void)
-{
-    if (RMP_UNLIKELY(--rmp_tls_countdown <= 0))
-        rmp_periodic();
 }
 
 static inline uint64_t rmp_type_size(MPI_Datatype type)
@@ -162,7 +157,6 @@ static inline void rmp_send(MPI_Comm comm, int dest, uint64_t count, MPI_Datatyp
         return;
     }
     rmp_add(&rmp_g.sent[w], bytes);
-    rmp_tick();
 }
 
 /* persistent requests */

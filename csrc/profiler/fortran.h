@@ -43,4 +43,22 @@ static inline void rmp_fortran_missing(const char *sym)
     } while (0)
 #endif
 
+#if defined(MPICH) && !defined(OPEN_MPI)
+#include <dlfcn.h>
+static inline const void *rmp_f_buf(const void *p) { return p; } /* not needed: only handle arguments */
+
+/* call the next definition of `sym` (the library's own f08 entry point) */
+#define RMP_FNEXT(sym, proto, args)                                                   \
+    do {                                                                             \
+        static void (*next) proto;                                                   \
+        if (next == NULL)                                                            \
+            *(void **)(&next) = dlsym(RTLD_NEXT, #sym);                              \
+        if (next == NULL) {                                                          \
+            fprintf(stderr, "rankmap profiler: %s not found in the MPI library\n", #sym); \
+            abort();                                                                 \
+        }                                                                            \
+        next args;                                                                   \
+    } while (0)
+#endif
+
 #endif

@@ -255,8 +255,14 @@ def fix(act, kinds, macro_sfx):
 ARRAY_MACROS = {"RMP_ALLTOALLV", "RMP_ALLTOALLW", "RMP_SCATTERV", "RMP_NEIGHBOR_V", "RMP_NEIGHBOR_W", "RMP_COLL_SUM"}
 
 
-def f_wrapper(name, params, before, after):
-    """Open MPI Fortran binding (mpif.h, use mpi and use mpi_f08 share this argument layout)."""
+# MPICH's Fortran library reaches these through PMPI_* directly (its mpi_f08 path): wrap
+# their f08 entry points and forward to the library's own (found with dlsym(RTLD_NEXT)).
+MPICH_F08 = ["Start", "Startall", "Request_free", "Barrier", "Ibarrier"]
+
+
+def f_wrapper(name, params, before, after, mpich_f08=False):
+    """Fortran binding: Open MPI's mpif.h / use mpi / use mpi_f08 entry points, or (mpich_f08)
+    MPICH's mpi_f08 one. All share this argument layout: everything by reference."""
     plist = [(concrete(t, False), n) for t, n in split_params(params)]
     fargs = []          # Fortran-side parameters
     conv_before, conv_after = [], []
@@ -315,6 +321,10 @@ def f_wrapper(name, params, before, after):
     body = "\n".join(lines)
     sig = ", ".join(fargs)
     low = name.lower()
+    if mpich_f08:
+        body = body.replace("RMP_FCALL(pmpi_%s, (" % low,
+                            "RMP_FNEXT(mpi_%s_f08_, (%s), (" % (low, sig))
+        return f"RMP_EXPORT void mpi_{low}_f08_({sig})\n{{\n{body}\n}}\n"
     out = [f"static void rmp_f_{low}({sig})\n{{\n{body}\n}}\n"]
     for sym in (f"mpi_{low}", f"mpi_{low}_", f"mpi_{low}__", f"MPI_{low.upper()}"):
         out.append(f"RMP_EXPORT void {sym}({sig}) {{ rmp_f_{low}({fwd}); }}")
@@ -358,6 +368,12 @@ def main():
                      .replace("pmpi_init,", "pmpi_init_f08,").replace("pmpi_init_thread,", "pmpi_init_thread_f08,")
                      .replace("pmpi_abort,", "pmpi_abort_f08,"))
         parts.append("#endif /* OPEN_MPI */\n")
+        parts.append("#if defined(MPICH) && !defined(OPEN_MPI)\n")
+        table = {n: (p, b, a) for n, p, b, a in CALLS}
+        for name in MPICH_F08:
+            params, before, after = table[name]
+            parts.append(f_wrapper(name, params, before, after, mpich_f08=True))
+        parts.append("#endif /* MPICH */\n")
     else:
         raise SystemExit("usage: genwrap.py c|fortran OUT")
     with open(path, "w") as f:

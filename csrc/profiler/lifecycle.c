@@ -10,6 +10,7 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -259,6 +260,69 @@ static void install_signal_handlers(void)
     }
 }
 
+/* ------------------------------------------------------------------ snapshots
+ * A rank killed by SIGKILL (MPICH's Hydra does that to the other ranks on MPI_Abort or a
+ * crash; so does the OOM killer) runs no handler: only what is already written survives.
+ * Snapshots are written when the counters changed: at the first collective entered after
+ * traffic (the "exchange, then block, then die" pattern), then at most once per interval,
+ * the interval doubling each time (1 s, 2 s, 4 s, ...: about log2(T) blocks for a run of T s).
+ * A background thread covers ranks that block for long without entering a collective. */
+
+static void snapshot_if_due(void)
+{
+    if (rmp_g.state != RMP_ACTIVE || !rmp_g.dirty)
+        return;
+    uint64_t now = rmp_now_ns();
+    if (now < __atomic_load_n(&rmp_p.next_snap_ns, __ATOMIC_RELAXED))
+        return;
+    if (pthread_mutex_trylock(&rmp_p.snap_lock) != 0)
+        return;
+    if (now >= rmp_p.next_snap_ns) {
+        uint64_t gap = now - rmp_p.t_start_ns;
+        if (gap < rmp_p.snap_interval_ns)
+            gap = rmp_p.snap_interval_ns;
+        __atomic_store_n(&rmp_p.next_snap_ns, now + gap, __ATOMIC_RELAXED);
+        rmp_write_block(RMP_ST_RUNNING, 0);
+    }
+    pthread_mutex_unlock(&rmp_p.snap_lock);
+}
+
+void rmp_snapshot_point(void)
+{
+    if (RMP_UNLIKELY(rmp_g.dirty) && rmp_p.snap_interval_ns)
+        snapshot_if_due();
+}
+
+static void *snapshot_thread(void *arg)
+{
+    (void)arg;
+    while (rmp_g.state == RMP_ACTIVE) {
+        uint64_t now = rmp_now_ns(), next = __atomic_load_n(&rmp_p.next_snap_ns, __ATOMIC_RELAXED);
+        uint64_t wait = next > now ? next - now : rmp_p.snap_interval_ns;
+        struct timespec ts = {(time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull)};
+        nanosleep(&ts, NULL);
+        snapshot_if_due();
+    }
+    return NULL;
+}
+
+static void start_snapshot_thread(void)
+{
+    /* the thread takes no signal: fatal and termination signals go to the program's threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    if (pthread_create(&th, &attr, snapshot_thread, NULL) != 0 && rmp_g.rank == 0)
+        fprintf(stderr, "rankmap profiler: no snapshot thread; a rank killed by SIGKILL loses its data\n");
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* ------------------------------------------------------------------ start */
 
 void rmp_start(void)
@@ -286,9 +350,10 @@ void rmp_start(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &rmp_g.size);
     rmp_p.pid = (int)getpid();
     rmp_p.t_start_ns = rmp_now_ns();
-    rmp_p.last_flush_ns = rmp_p.t_start_ns;
     const char *iv = getenv("RANKMAP_PROFILE_FLUSH_SECONDS");
-    rmp_g.flush_interval_ns = iv ? (uint64_t)(atof(iv) * 1e9) : 0;
+    double secs = iv && *iv ? atof(iv) : 1.0;
+    rmp_p.snap_interval_ns = secs > 0 ? (uint64_t)(secs * 1e9) : 0;
+    rmp_p.next_snap_ns = 0; /* the first snapshot is due as soon as there is traffic */
     if (rmp_core_init() != 0 || build_meta(provided) != 0) {
         if (rmp_g.rank == 0)
             fprintf(stderr, "rankmap profiler: out of memory at start; no profile is recorded\n");
@@ -307,20 +372,10 @@ void rmp_start(void)
     install_signal_handlers();
     atexit(on_exit_hook);
     __atomic_store_n(&rmp_g.state, RMP_ACTIVE, __ATOMIC_RELEASE);
+    if (rmp_p.snap_interval_ns)
+        start_snapshot_thread();
 out:
     pthread_mutex_unlock(&start_lock);
-}
-
-void rmp_periodic(void)
-{
-    rmp_tls_countdown = 4096;
-    if (!rmp_g.flush_interval_ns || rmp_g.state != RMP_ACTIVE)
-        return;
-    uint64_t now = rmp_now_ns(), last = __atomic_load_n(&rmp_p.last_flush_ns, __ATOMIC_RELAXED);
-    if (now - last < rmp_g.flush_interval_ns)
-        return;
-    if (__atomic_compare_exchange_n(&rmp_p.last_flush_ns, &last, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        rmp_write_block(RMP_ST_RUNNING, 0);
 }
 
 /* ------------------------------------------------------------------ C lifecycle entry points */

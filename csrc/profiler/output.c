@@ -161,8 +161,16 @@ void rmp_write_block(int status, int detail)
 {
     if (rmp_p.fd < 0 || getpid() != rmp_p.pid) /* a forked child inherits our handlers: not our data */
         return;
-    if (__atomic_exchange_n(&rmp_p.flushing, 1, __ATOMIC_ACQ_REL))
-        return;
+    /* one writer at a time (they share the compaction buffer). A snapshot in progress
+     * elsewhere is waited for, up to 1 s: the final block must not be lost to it, and if
+     * this signal handler interrupted that very snapshot, waiting longer would deadlock. */
+    for (int tries = 0; __atomic_exchange_n(&rmp_p.flushing, 1, __ATOMIC_ACQ_REL); tries++) {
+        if (status == RMP_ST_RUNNING || tries >= 1000)
+            return;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    rmp_g.dirty = 0;
 
     end_fixed ef = {0};
     /* the kernel's mask is an array of unsigned longs: read it in place, no allocation */

@@ -44,7 +44,9 @@ typedef struct {
     unsigned char *rowbuf; /* compaction buffer for section P2P: 2*P rows */
     int flushing;          /* a block is being written */
     int final_done;        /* the last block of this process is written */
-    uint64_t last_flush_ns;
+    uint64_t snap_interval_ns; /* 0: no snapshots */
+    uint64_t next_snap_ns;     /* a snapshot may be written from then on */
+    pthread_mutex_t snap_lock;
 } rmp_private;
 
 RMP_HIDDEN extern rmp_private rmp_p;

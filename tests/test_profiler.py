@@ -1,0 +1,312 @@
+"""The PMPI profiler under real Open MPI and MPICH (oversubscribed): the captured
+point-to-point matrix equals the one computed here from each program's pattern, and
+equals Open MPI's own monitoring component where that component sees the traffic."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import app, launcher
+from profiler.launch import run_profile
+from profiler.rundir import read_run
+
+MPIS = ["openmpi", "mpich"]
+
+
+def profile(tmp_path, cmd, name="run", **kw):
+    res = run_profile(cmd, out=str(tmp_path / name), timeout=kw.pop("timeout", 120), **kw)
+    return res, read_run(res.directory)
+
+
+def matrix(prof):
+    m = prof.bytes.tocoo()
+    return {(int(i), int(j)): int(v) for i, j, v in zip(m.row, m.col, m.data)}
+
+
+def msgs(prof):
+    m = prof.msgs.tocoo()
+    return {(int(i), int(j)): int(v) for i, j, v in zip(m.row, m.col, m.data)}
+
+
+class Expect:
+    def __init__(self):
+        self.b = defaultdict(int)
+        self.m = defaultdict(int)
+
+    def add(self, s, d, nbytes, count=1):
+        self.b[(s, d)] += nbytes * count
+        self.m[(s, d)] += count
+
+    def bytes(self):
+        return {k: v for k, v in self.b.items() if self.m[k]}
+
+
+def R(r, p):
+    return (r + 1) % p
+
+
+def L(r, p):
+    return (r - 1) % p
+
+
+def expect_ring(p):
+    e = Expect()
+    for r in range(p):
+        e.add(r, R(r, p), 8000, 5)
+        e.add(r, L(r, p), 28, 3)
+        e.add(r, (r + 2) % p, 13)
+    return e
+
+
+def expect_anysource(p):
+    e = Expect()
+    for r in range(1, p):
+        e.add(r, 0, 100 * r, r)
+    return e
+
+
+def split(p, color_of, key_of):
+    groups = defaultdict(list)
+    for r in range(p):
+        groups[color_of(r)].append(r)
+    return {c: sorted(m, key=lambda r: (key_of(r), r)) for c, m in groups.items()}
+
+
+def expect_subcomm(p):
+    e = Expect()
+    for it in range(4):
+        for members in split(p, lambda r: (r + it) % 2, lambda r: -r if it % 2 else r).values():
+            for i, r in enumerate(members):
+                e.add(r, members[(i + 1) % len(members)], 256)
+    return e
+
+
+def expect_intercomm(p):
+    e = Expect()
+    evens, odds = list(range(0, p, 2)), list(range(1, p, 2))
+    for mine, other in ((evens, odds), (odds, evens)):
+        for i, r in enumerate(mine):
+            if i < len(other):
+                e.add(r, other[i], 40)
+    return e
+
+
+def expect_persistent(p):
+    e = Expect()
+    for r in range(p):
+        e.add(r, R(r, p), 400, 4)
+        e.add(r, L(r, p), 12, 3)
+    return e
+
+
+def expect_datatypes(p):
+    e = Expect()
+    for r in range(p):
+        e.add(r, R(r, p), 240)
+        e.add(r, L(r, p), 64)
+    return e
+
+
+def expect_inplace(p):
+    e = Expect()
+    for r in range(p):
+        for j in range(p):
+            if j != r:
+                e.add(r, j, 4 * (r + j + 1))
+    return e
+
+
+def expect_threads(p):
+    e = Expect()
+    for r in range(p):
+        for t in range(4):
+            e.add(r, R(r, p), 4 * (t + 1), 100)
+            e.add(r, L(r, p), 16, 50)
+    return e
+
+
+def expect_onesided(p):
+    e = Expect()
+    for r in range(p):
+        e.add(r, R(r, p), 40)         # put
+        e.add(L(r, p), r, 80)         # get: traffic from the target
+        e.add(r, 0, 40)               # accumulate into rank 0 (rank 0 to itself included)
+    return e
+
+
+def dims_create(p):
+    """MPI_Dims_create(p, 2): the most balanced factorization, larger first."""
+    a = int(np.sqrt(p))
+    while p % a:
+        a -= 1
+    return sorted((a, p // a), reverse=True)
+
+
+def expect_neighbor(p):
+    e = Expect()
+    d0, d1 = dims_create(p)
+    for r in range(p):
+        x, y = divmod(r, d1)
+        for nb in (((x - 1) % d0) * d1 + y, ((x + 1) % d0) * d1 + y, x * d1 + (y - 1) % d1, x * d1 + (y + 1) % d1):
+            e.add(r, nb, 12)
+        e.add(r, (r + 1) % p, 40)      # neighbor allgather
+        e.add(r, (r + 3) % p, 40)
+        e.add(r, (r + 1) % p, 4)       # neighbor alltoallv
+        e.add(r, (r + 3) % p, 8)
+    return e
+
+
+def expect_vcoll(p):
+    e = Expect()
+    for r in range(p):
+        for j in range(p):
+            if j != r:
+                e.add(r, j, 4 * (r + j + 1))     # alltoallv
+                e.add(r, j, 8)                   # alltoallw
+        if r != 1 % p:
+            e.add(r, 1 % p, 8 * (r + 1))         # gatherv
+    root = 2 % p
+    for j in range(p):
+        if j != root:
+            e.add(root, j, j + 2)                # scatterv
+    return e
+
+
+EXPECT = {"ring": expect_ring, "anysource": expect_anysource, "subcomm": expect_subcomm,
+          "intercomm": expect_intercomm,
+          "persistent": expect_persistent, "datatypes": expect_datatypes, "inplace": expect_inplace,
+          "threads": expect_threads, "onesided": expect_onesided, "neighbor": expect_neighbor,
+          "vcoll": expect_vcoll}
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("mode", sorted(EXPECT))
+def test_point_to_point_matrix_exact(apps, tmp_path, mpi, mode):
+    p = 5 if mode in ("ring", "subcomm", "intercomm", "vcoll") else 4
+    res, prof = profile(tmp_path, launcher(mpi, p) + [str(app(apps, "traffic", mpi)), mode])
+    assert res.exit_code == 0
+    assert prof.complete, prof.partial_reasons()
+    assert prof.size == p
+    exp = EXPECT[mode](p)
+    assert matrix(prof) == exp.bytes()
+    if mode != "onesided":  # one-sided message counts are per call, the same here
+        assert msgs(prof) == {k: v for k, v in exp.m.items() if v}
+
+
+def monitoring_matrix(prefix: Path, p: int) -> dict:
+    """User point-to-point traffic recorded by Open MPI's monitoring component ('E' lines)."""
+    out = defaultdict(int)
+    for r in range(p):
+        for line in (prefix.parent / f"{prefix.name}.{r}.prof").read_text().splitlines():
+            f = line.split("\t")
+            if f[0] == "E":
+                out[(int(f[1]), int(f[2]))] += int(f[3].split()[0])
+    return dict(out)
+
+
+@pytest.mark.parametrize("mode", ["ring", "anysource", "subcomm", "datatypes", "threads"])
+def test_matches_open_mpi_monitoring(apps, tmp_path, mode):
+    """Ground truth from the MPI library itself. Not compared: persistent requests (the
+    component misses them) and intercommunicator creation (it counts the library's own
+    leader handshake as user traffic)."""
+    p = 4
+    mon = tmp_path / "mon"
+    cmd = launcher("openmpi", p) + ["--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "3",
+                                    "--mca", "pml_monitoring_filename", str(mon),
+                                    str(app(apps, "traffic", "openmpi")), mode]
+    res, prof = profile(tmp_path, cmd)
+    assert res.exit_code == 0 and prof.complete
+    ours = {k: v for k, v in matrix(prof).items() if k[0] != k[1]}
+    assert ours == monitoring_matrix(mon, p)
+    assert ours  # not vacuous
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("style", ["mpif", "usempi", "f08"])
+def test_fortran_bindings(apps, tmp_path, mpi, style):
+    p = 4
+    res, prof = profile(tmp_path, launcher(mpi, p) + [str(app(apps, f"ftraffic-{style}", mpi))])
+    assert res.exit_code == 0 and prof.complete, prof.partial_reasons()
+    e = Expect()
+    for r in range(p):
+        e.add(r, R(r, p), 800, 3)
+        e.add(r, R(r, p), 160, 2)
+        e.add(r, L(r, p), 40, 2)
+        same = [q for q in range(p) if q % 2 == r % 2]
+        e.add(r, same[(same.index(r) + 1) % len(same)], 32)
+        for j in range(p):
+            if j != r:
+                e.add(r, j, 4 * (r + j + 1))
+    assert matrix(prof) == e.bytes()
+    [row] = prof.collectives
+    assert (row.op, row.calls, row.bytes, row.members.tolist()) == ("allreduce", 1, 40, list(range(p)))
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_collective_table(apps, tmp_path, mpi):
+    p = 4
+    res, prof = profile(tmp_path, launcher(mpi, p) + [str(app(apps, "traffic", mpi)), "collectives"])
+    assert res.exit_code == 0 and prof.complete
+    rows = {(c.op, tuple(c.members.tolist()), c.root): (c.calls, c.bytes) for c in prof.collectives}
+    world = tuple(range(p))
+    assert rows[("bcast", world, 1)] == (3, 2400)
+    assert rows[("reduce", world, 0)] == (1, 8000)
+    allreduce = sorted((c.calls, c.bytes) for c in prof.collectives if c.op == "allreduce")
+    assert allreduce == [(1, 1200), (2, 80)]  # 40 B and 1200 B fall into different size buckets
+    assert rows[("allgather", world, -1)] == (1, 32)
+    assert rows[("alltoall", world, -1)] == (1, 16)
+    assert rows[("barrier", world, -1)] == (1, 0)
+    # the split communicator in reversed order: its rank 0 is the highest world rank of each half
+    assert rows[("bcast", (2, 0), 2)] == (1, 7)
+    assert rows[("bcast", (3, 1), 3)] == (1, 7)
+    assert matrix(prof) == {}  # none of these is point-to-point
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("mode,status", [("abort", {"aborted", "signal", "running"}),
+                                         ("crash", {"signal", "running"}),
+                                         ("nofinalize", {"exit-without-finalize", "running"})])
+def test_failures_keep_every_ranks_data(apps, tmp_path, mpi, mode, status):
+    p = 4
+    res, prof = profile(tmp_path, launcher(mpi, p) + [str(app(apps, "traffic", mpi)), mode], timeout=60)
+    assert not prof.complete
+    assert prof.missing_ranks == []
+    assert {r.status for r in prof.ranks} <= status
+    # the ring exchange happened before the failure: every rank's share reached the disk
+    assert matrix(prof) == expect_ring(p).bytes()
+    # Open MPI sends SIGTERM first: every rank writes its final block
+    if mpi == "openmpi":
+        assert "running" not in {r.status for r in prof.ranks}
+    if mode == "abort":
+        assert prof.ranks[p - 1].status == "aborted" and prof.ranks[p - 1].detail == 3
+    if mode == "crash":
+        assert prof.ranks[1].status == "signal" and prof.ranks[1].detail == 11
+
+
+def test_rank_metadata(apps, tmp_path):
+    res, prof = profile(tmp_path, launcher("openmpi", 2) + [str(app(apps, "traffic", "openmpi")), "ring"])
+    for r in prof.ranks:
+        assert r.hostname and r.pid > 0
+        assert r.affinity_init and r.affinity_end
+        assert r.cpu_init >= 0 and r.cpu_end >= 0
+        assert r.meta["mpi_implementation"] == "Open MPI"
+        assert r.meta["counting_rules"] == "rankmap-1"
+        assert r.meta["run_id"] == prof.run_id
+    assert "Open MPI" in prof.mpi_library
+
+
+def test_run_directory_is_never_overwritten(apps, tmp_path):
+    cmd = launcher("openmpi", 2) + [str(app(apps, "traffic", "openmpi")), "ring"]
+    profile(tmp_path, cmd, name="same")
+    from profiler.errors import UserError
+    with pytest.raises(UserError, match="already exists"):
+        profile(tmp_path, cmd, name="same")
+
+
+def test_thread_multiple_uses_atomic_counters(apps, tmp_path):
+    res, prof = profile(tmp_path, launcher("openmpi", 2) + [str(app(apps, "traffic", "openmpi")), "threads"])
+    assert all(r.meta["thread_level"] == "MPI_THREAD_MULTIPLE" for r in prof.ranks)
+    assert matrix(prof) == expect_threads(2).bytes()
