@@ -269,6 +269,8 @@ static rmp_comm_info *win_info(MPI_Win win)
     return ci;
 }
 
+static void types_init(void);
+
 int rmp_core_init(void)
 {
     int P = rmp_g.size;
@@ -286,10 +288,40 @@ int rmp_core_init(void)
     const uint32_t *persist;
     if (group_intern_owned(rmp_p.identity, (uint32_t)P, &owned, &persist) != 0) /* group 0 = the world */
         return -1;
+    types_init();
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete_cb, &rmp_p.comm_keyval, NULL) != MPI_SUCCESS ||
         PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, win_delete_cb, &rmp_p.win_keyval, NULL) != MPI_SUCCESS)
         return -1;
     return 0;
+}
+
+/* ------------------------------------------------------------------ datatype sizes */
+
+rmp_type_slot rmp_types[RMP_TYPE_SLOTS];
+
+static void types_init(void)
+{
+    /* the predefined types a program is likely to send; collisions just fall back to the library */
+    const MPI_Datatype named[] = {
+        MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_WCHAR, MPI_SHORT, MPI_UNSIGNED_SHORT,
+        MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG_INT, MPI_UNSIGNED_LONG_LONG,
+        MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_C_BOOL, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T,
+        MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_AINT, MPI_OFFSET, MPI_COUNT,
+        MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT,
+        MPI_SHORT_INT, MPI_PACKED, MPI_CHARACTER, MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX,
+        MPI_DOUBLE_COMPLEX, MPI_LOGICAL, MPI_INTEGER4, MPI_INTEGER8, MPI_REAL4, MPI_REAL8,
+    };
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+        int sz;
+        if (named[i] == MPI_DATATYPE_NULL || PMPI_Type_size(named[i], &sz) != MPI_SUCCESS || sz == MPI_UNDEFINED)
+            continue;
+        uint64_t key = rmp_handle_key(&named[i], sizeof named[i]);
+        rmp_type_slot *t = &rmp_types[rmp_type_hash(key)];
+        if (t->key == 0) {
+            t->size = (uint64_t)sz;
+            t->key = key;
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ counters */

@@ -137,8 +137,23 @@ static inline void rmp_add(rmp_cell *c, uint64_t bytes)
     }
 }
 
+/* sizes of the predefined datatypes, filled at start: their handles are permanent,
+ * so no invalidation is needed; anything else asks the library */
+#define RMP_TYPE_SLOTS 256
+typedef struct {
+    uint64_t key;
+    uint64_t size;
+} rmp_type_slot;
+RMP_HIDDEN extern rmp_type_slot rmp_types[RMP_TYPE_SLOTS];
+
+static inline unsigned rmp_type_hash(uint64_t key) { return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 56); }
+
 static inline uint64_t rmp_type_size(MPI_Datatype type)
 {
+    uint64_t key = rmp_handle_key(&type, sizeof type);
+    const rmp_type_slot *t = &rmp_types[rmp_type_hash(key)];
+    if (RMP_LIKELY(t->key == key))
+        return t->size;
     int sz;
     if (RMP_LIKELY(PMPI_Type_size(type, &sz) == MPI_SUCCESS && sz != MPI_UNDEFINED))
         return (uint64_t)sz;
