@@ -10,7 +10,8 @@ one rank's block for gather/scatter/allgather/reduce_scatter_block; one pair's b
 for alltoall; the total for allgatherv/reduce_scatter.
 
 Models (`--collectives MODEL`):
-  auto                the shape of Open MPI's coll/tuned fixed decision rules, by size
+  auto                what Open MPI 4.1's coll/tuned picks, by operation, size and P, as
+                      measured (see _auto; tests/test_collective_models.py re-checks it)
   binomial            binomial trees (allreduce = reduce + bcast, allgather = gather + bcast)
   recursive-doubling  recursive doubling / halving where it exists, binomial otherwise
   ring                ring / pipeline chains
@@ -69,53 +70,71 @@ def _rev(e):
     return e[1], e[0], e[2], e[3]
 
 
-def _lowbit(v):
-    return v & -v
+def _scale(e, f):
+    return e[0], e[1], e[2] * f, e[3]
 
 
-def binomial_down(p):
-    """bcast: parent(v) = v with its lowest set bit cleared (Open MPI's in-order binomial)."""
-    v = np.arange(1, p)
-    return _e(v & (v - 1), v, 1.0)
+# Trees as parent arrays over virtual ranks (parent[0] = -1; parent[v] < v always).
 
-
-def binomial_gather(p):
-    """gather: v sends its whole subtree [v, v + lowbit(v)) to its parent."""
-    v = np.arange(1, p)
-    sub = np.minimum(_lowbit(v), p - v)
-    return _e(v, v & (v - 1), sub)
-
-
-def binary_down(p):
-    v = np.arange(1, p)
-    return _e((v - 1) // 2, v, 1.0)
-
-
-def linear_down(p, frac=1.0):
-    v = np.arange(1, p)
-    return _e(np.zeros_like(v), v, frac)
-
-
-def chain_down(p):
-    v = np.arange(1, p)
-    return _e(v - 1, v, 1.0)
-
-
-def kchain_down(p, k):
-    """k chains hanging from the root (Kurnosov): the root sends to each chain head."""
+def tree_parent(kind: str, p: int, k: int = 2) -> np.ndarray:
+    v = np.arange(p, dtype=np.int64)
+    par = np.full(p, -1, dtype=np.int64)
     if p <= 1:
-        return _e([], [], [])
-    k = max(1, min(k, p - 1))
-    lens = np.full(k, (p - 1) // k)
-    lens[: (p - 1) % k] += 1
-    src, dst = [], []
-    start = 1
-    for L in lens:
-        ch = np.arange(start, start + L)
-        src.append(np.concatenate([[0], ch[:-1]]))
-        dst.append(ch)
-        start += L
-    return _e(np.concatenate(src), np.concatenate(dst), 1.0)
+        return par
+    w = v[1:]
+    if kind == "binomial":            # Open MPI's bmtree: clear the highest set bit
+        par[1:] = w - (1 << np.floor(np.log2(w)).astype(np.int64))
+    elif kind == "binomial-inorder":  # Open MPI's in-order bmtree: clear the lowest set bit
+        par[1:] = w & (w - 1)
+    elif kind == "knomial":           # clear the lowest non-zero base-k digit
+        pw = np.ones_like(w)
+        x = w.copy()
+        while True:
+            m = (x % k == 0)
+            if not m.any():
+                break
+            x[m] //= k
+            pw[m] *= k
+        par[1:] = w - (x % k) * pw
+    elif kind == "binary":            # Open MPI's binary tree: level l's i-th node under node i mod 2^(l-1) of level l-1
+        lvl = np.floor(np.log2(w + 1)).astype(np.int64)
+        start = (1 << lvl) - 1
+        pstart = (1 << (lvl - 1)) - 1
+        par[1:] = pstart + (w - start) % (1 << (lvl - 1))
+    elif kind == "chain":
+        par[1:] = w - 1
+    elif kind == "linear":
+        par[1:] = 0
+    elif kind == "kchain":            # k chains hanging from the root (Kurnosov)
+        k = max(1, min(k, p - 1))
+        lens = np.full(k, (p - 1) // k)
+        lens[: (p - 1) % k] += 1
+        heads = 1 + np.concatenate([[0], np.cumsum(lens)[:-1]])
+        par[1:] = w - 1
+        par[heads] = 0
+    else:
+        raise AssertionError(kind)
+    return par
+
+
+def tree_down(kind, p, k=2):
+    par = tree_parent(kind, p, k)
+    v = np.arange(1, p)
+    return _e(par[1:], v, 1.0)
+
+
+def subtree_sizes(par: np.ndarray) -> np.ndarray:
+    size = np.ones(len(par), dtype=np.int64)
+    for v in range(len(par) - 1, 0, -1):  # children have larger virtual ranks than parents
+        size[par[v]] += size[v]
+    return size
+
+
+def tree_gather(kind, p, k=2):
+    """Gather: every rank sends its whole subtree's blocks to its parent."""
+    par = tree_parent(kind, p, k)
+    v = np.arange(1, p)
+    return _e(v, par[1:], subtree_sizes(par)[1:])
 
 
 def ring_step(p, frac, msgs):
@@ -145,9 +164,35 @@ def recursive_doubling(p, frac_of_round=lambda d, p2: 1.0):
 
 
 def rabenseifner(p):
-    """recursive halving reduce-scatter + recursive doubling allgather: the pair at
-    distance d exchanges d/p2 of the message in each half."""
-    return recursive_doubling(p, lambda d, p2: 2.0 * d / p2)
+    """Recursive vector halving reduce-scatter then doubling allgather, starting at distance 1
+    (Open MPI's redscat_allgather): the partner at distance d exchanges n/(2d) each way, twice.
+    Non-power-of-two: in each of the first `rem` pairs the even rank stays; the pair swaps
+    halves, the odd rank hands over its reduced half, and gets the whole result at the end."""
+    p2 = 1 << (p.bit_length() - 1)
+    rem = p - p2
+    even = np.arange(0, 2 * rem, 2)
+    part = np.concatenate([even, np.arange(2 * rem, p)])
+    parts = [_e(even, even + 1, 1.5, 2), _e(even + 1, even, 1.0, 2)]
+    q = np.arange(p2)
+    d = 1
+    while d < p2:
+        parts.append(_e(part[q], part[q ^ d], 1.0 / d, 2))
+        d <<= 1
+    return _cat(*parts)
+
+
+def butterfly(p, total):
+    """Reduce-scatter by recursive vector halving from distance 1 (Open MPI's butterfly):
+    the pair at distance d swaps total/(2d). Non-power-of-two: the first `rem` even ranks
+    hand their whole vector to their odd neighbour and get their block back at the end."""
+    p2, even, part = _fold(p)
+    parts = [_e(even, even + 1, total), _e(even + 1, even, total / p)]
+    q = np.arange(p2)
+    d = 1
+    while d < p2:
+        parts.append(_e(part[q], part[q ^ d], total / (2 * d)))
+        d <<= 1
+    return _cat(*parts)
 
 
 def bruck(p, frac_of_round):
@@ -171,44 +216,50 @@ def _pow2(p):
     return p & (p - 1) == 0
 
 
+TREES = ("binomial", "binomial-inorder", "knomial", "binary", "chain", "linear", "kchain")
+
+
 # --------------------------------------------------------------------------- per-operation choice
 
 def _auto(op, p, n):
-    """The shape of Open MPI coll/tuned's fixed decision rules (coll_tuned_decision_fixed.c)."""
+    """Open MPI 4.1 coll/tuned as measured on Debian's 4.1.4 with its monitoring component
+    (P = 4..16, 64 B..1 MiB; tests/test_collective_models.py re-measures it)."""
+    small = p < 8
     if op == "barrier":
         return "recursive-doubling" if _pow2(p) else "bruck"
     if op == "bcast":
         if n < 2048:
-            return "binomial"
-        if n < 370728:
-            return "binary"          # tuned: split binary tree
-        return "chain"               # tuned: pipeline
+            return "binomial" if small else "knomial"
+        if small:
+            return "linear" if n < 370728 else "chain"
+        return "linear" if p < 16 and n >= 65536 else "binomial"
     if op == "reduce":
-        if p < 8 and n < 512:
-            return "linear"
-        if p < 8 and n < 20480:
-            return "binomial"
         if n < 2048:
-            return "binary"
-        return "chain"
+            return "binomial" if small else "binary"
+        if small:
+            return "chain" if n < 32768 else "linear"
+        return "binomial-inorder"
     if op == "allreduce":
-        return "recursive-doubling" if n < 10000 else "ring"
+        return "recursive-doubling" if n < 10000 else "rabenseifner"
     if op == "allgather":
-        if n * p < 81920:
-            return "recursive-doubling" if _pow2(p) else "bruck"
+        return "recursive-doubling" if _pow2(p) else "bruck"
+    if op in ("allgatherv",):
         return "ring"
-    if op in ("allgatherv", "reduce_scatter", "reduce_scatter_block"):
-        return "ring"
+    if op in ("reduce_scatter", "reduce_scatter_block"):
+        total = n * p if op == "reduce_scatter_block" else n
+        if total >= 1 << 20:
+            return "reduce+scatter"
+        return "butterfly" if total < 512 or not _pow2(p) else "recursive-halving"
     if op == "alltoall":
-        return "bruck" if n < 200 and p > 12 else "direct"
+        return "direct"
     if op == "gather":
-        return "binomial" if n < 6000 else "linear"
+        return "linear" if small and n >= 1024 else "binomial-inorder"
     if op == "scatter":
-        return "binomial" if n < 300 else "linear"
-    return "chain"  # scan, exscan: linear chain
+        return "binomial-inorder" if n < 8192 else "linear"
+    return "chain"  # scan, exscan: Open MPI's linear scan passes the prefix along
 
 
-def _algorithm(op, p, n, model, k):
+def _algorithm(op, p, n, model):
     if model == "auto":
         return _auto(op, p, n)
     if model == "kchain":
@@ -217,7 +268,9 @@ def _algorithm(op, p, n, model, k):
         return {"bcast": "chain", "reduce": "chain", "gather": "linear", "scatter": "linear",
                 "alltoall": "direct", "barrier": "bruck", "scan": "chain", "exscan": "chain"}.get(op, "ring")
     if model == "recursive-doubling":
-        if op in ("allreduce", "allgather", "barrier", "reduce_scatter", "reduce_scatter_block"):
+        if op in ("reduce_scatter", "reduce_scatter_block"):
+            return "recursive-halving" if _pow2(p) else "butterfly"
+        if op in ("allreduce", "allgather", "barrier"):
             return "recursive-doubling"
         return {"alltoall": "direct", "scan": "chain", "exscan": "chain"}.get(op, "binomial")
     if model == "binomial":
@@ -229,35 +282,34 @@ def _algorithm(op, p, n, model, k):
 
 def pattern(op: str, p: int, n: float, model: str = "auto", k: int | None = None):
     """Edges of one call of `op` over p virtual ranks (root = 0), and the algorithm used."""
-    alg = _algorithm(op, p, n, model, k)
-    kk = k or max(1, math.ceil(math.sqrt(p - 1))) if p > 1 else 1
-    down = {"binomial": binomial_down, "binary": binary_down, "chain": chain_down,
-            "linear": linear_down, "kchain": lambda q: kchain_down(q, kk)}
+    alg = _algorithm(op, p, n, model)
+    kk = k or (max(1, math.ceil(math.sqrt(p - 1))) if p > 1 else 1)
+    tk = 4 if alg == "knomial" else kk
     if op == "barrier":
         if alg == "recursive-doubling" and _pow2(p):
             e = recursive_doubling(p)
-        elif alg in ("binomial", "linear"):
-            e = _cat(_rev(down[alg](p)), down[alg](p))
+        elif alg in TREES:
+            e = _cat(_rev(tree_down(alg, p, tk)), tree_down(alg, p, tk))
         else:
             e = bruck(p, lambda r, d: 1.0)
-        return (e[0], e[1], e[2] * 0.0, e[3]), alg
+        return _scale(e, 0.0), alg
     if op == "bcast":
-        return down.get(alg, binomial_down)(p), alg
+        return tree_down(alg if alg in TREES else "binomial", p, tk), alg
     if op == "reduce":
-        return _rev(down.get(alg, binomial_down)(p)), alg
+        return _rev(tree_down(alg if alg in TREES else "binomial", p, tk)), alg
     if op == "allreduce":
         if alg == "recursive-doubling":
             return recursive_doubling(p), alg
-        if alg == "ring":
-            return ring_step(p, 2.0 * (p - 1) / p, 2 * (p - 1)), alg
         if alg == "rabenseifner":
             return rabenseifner(p), alg
-        d = down.get(alg, binomial_down)(p)
+        if alg == "ring":
+            return ring_step(p, 2.0 * (p - 1) / p, 2 * (p - 1)), alg
+        d = tree_down(alg, p, tk)   # reduce then broadcast along the same tree
         return _cat(_rev(d), d), alg
     if op == "gather":
-        return (binomial_gather(p) if alg == "binomial" else _rev(linear_down(p))), alg
+        return tree_gather(alg if alg in TREES else "linear", p, tk), alg
     if op == "scatter":
-        return (_rev(binomial_gather(p)) if alg == "binomial" else linear_down(p)), alg
+        return _rev(tree_gather(alg if alg in TREES else "linear", p, tk)), alg
     if op == "allgather":
         if alg == "ring":
             return ring_step(p, float(p - 1), p - 1), alg
@@ -265,25 +317,27 @@ def pattern(op: str, p: int, n: float, model: str = "auto", k: int | None = None
             return recursive_doubling(p, lambda d, p2: float(d)), alg
         if alg in ("bruck", "recursive-doubling"):
             return bruck(p, lambda r, d: float(min(d, p - d))), "bruck"
-        g = binomial_gather(p) if alg == "binomial" else _rev(linear_down(p))
-        b = (binomial_down if alg == "binomial" else linear_down)(p)
-        return _cat(g, (b[0], b[1], b[2] * p, b[3])), alg
-    if op in ("allgatherv", "reduce_scatter"):
-        # n is the total: each rank forwards (p-1)/p of it along the ring
-        if alg == "recursive-doubling" and _pow2(p):
-            return recursive_doubling(p, lambda d, p2: d / p2), alg
-        return ring_step(p, (p - 1) / p, p - 1), "ring"
-    if op == "reduce_scatter_block":
-        if alg == "recursive-doubling" and _pow2(p):
-            return recursive_doubling(p, lambda d, p2: float(d)), alg
-        return ring_step(p, float(p - 1), p - 1), "ring"
+        g, b = tree_gather(alg, p, tk), tree_down(alg, p, tk)   # gather then broadcast all p blocks
+        return _cat(g, _scale(b, float(p))), alg
+    if op in ("allgatherv", "reduce_scatter", "reduce_scatter_block"):
+        total = 1.0 if op != "reduce_scatter_block" else float(p)   # in units of n
+        if alg == "butterfly" and op != "allgatherv":
+            return butterfly(p, total), alg
+        if alg in ("recursive-halving", "recursive-doubling") and _pow2(p):
+            # halving from distance p/2 (allgatherv: doubling, the same volumes)
+            return recursive_doubling(p, lambda d, p2: total * d / p2), alg
+        if alg == "reduce+scatter" and op != "allgatherv":
+            # the whole vector reduced up an in-order binomial tree, then scattered from rank 0
+            red = _rev(tree_down("binomial-inorder", p))
+            return _cat(_scale(red, total), _scale(tree_down("linear", p), total / p)), alg
+        return ring_step(p, total * (p - 1) / p, p - 1), "ring"
     if op == "alltoall":
         if alg == "bruck":
             # round r sends the blocks whose index has bit r set
             return bruck(p, lambda r, d: float(sum(1 for j in range(p) if j >> r & 1))), alg
         return direct_all(p), "direct"
     if op in ("scan", "exscan"):
-        return chain_down(p), "chain"
+        return tree_down("chain", p), "chain"
     raise UserError(f"no model for collective operation {op!r}")
 
 

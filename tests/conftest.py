@@ -76,6 +76,9 @@ def apps(tmp_path_factory):
         _build([m["cc"], "-O1", "-Wall", "-Wno-stringop-overflow", "-Wno-stringop-overread", "-o", str(exe),
                 str(APPS / "traffic.c"), "-lpthread"])
         built[("traffic", mpi)] = exe
+        exe = out / f"onecoll-{mpi}"
+        _build([m["cc"], "-O1", "-o", str(exe), str(APPS / "onecoll.c")])
+        built[("onecoll", mpi)] = exe
         if shutil.which(m["fc"]):
             for style, flags in (("mpif", ["-fallow-argument-mismatch"]), ("usempi", ["-DUSEMPI"]),
                                  ("f08", ["-DF08"])):
