@@ -112,6 +112,14 @@ def libpath(kind, mpi):
     click.echo(str(artifact(kind, mpi)))
 
 
+@cli.command()
+@click.option("--out", metavar="DIR", help="Directory for everything the demo writes (default rankmap-demo-<date>).")
+def demo(out):
+    """Run the main job on the embedded default workload."""
+    from slurm.demo import run_demo
+    sys.exit(run_demo(out, console))
+
+
 def main():
     cli(prog_name="rankmap")
 

@@ -36,10 +36,16 @@ def default_mpi() -> str:
     return build_info()["default_mpi"]
 
 
-def artifact(kind: str, mpi: str | None = None) -> Path:
-    """Path of a built artifact: kind = 'profiler' | 'collectives' | 'bind' | 'refine'."""
+def artifact(kind: str, mpi: str | None = None, name: str | None = None) -> Path:
+    """Path of a built artifact: kind = 'profiler' | 'collectives' | 'bind' | 'refine' |
+    'workloads' (then `name` picks the workload)."""
     info = build_info()
     entry = info.get(kind)
+    if entry is not None and name is not None:
+        if name not in entry:
+            raise UserError(f"no {kind[:-1] if kind.endswith('s') else kind} named {name!r} "
+                            f"(built: {', '.join(sorted(entry))})")
+        entry = entry[name]
     if entry is None:
         raise UserError(f"this rankmap build has no {kind} artifact (build-info.json lists: "
                         f"{', '.join(k for k in info if k not in ('default_mpi', 'mpi_variants'))})")
