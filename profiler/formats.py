@@ -1,0 +1,425 @@
+"""Traffic formats: readers for every input rankmap accepts, writers for `rankmap convert`.
+
+| name       | what                                                                  |
+|------------|-----------------------------------------------------------------------|
+| profile    | a rankmap profiler run directory (collectives expanded by a model)    |
+| mpip       | mpiP communication-matrix CSV `src,dst,bytes,count`, diagonal = row total |
+| csv        | triplets `src,dst,bytes[,messages]` (header and # comments allowed)   |
+| treematch  | TreeMatch's dense whitespace-separated square matrix                 |
+| amfch      | Angara MPI `amfch_statistics` (AMFCH_STATISTICS_PRINT_MODE=2) printed into a log: a P x P matrix of 64-bit words, rows = sources |
+| ompi       | Open MPI monitoring dump `PREFIX.<rank>.prof` (E = user point-to-point, I = what collectives sent) |
+| mtx        | MatrixMarket                                                          |
+| npz        | scipy.sparse.save_npz, or numpy .npz holding one square array         |
+| metis      | METIS graph (symmetric; read back as half the edge weight each way)   |
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+from profiler.errors import UserError
+from profiler.traffic import Traffic, check_matrix
+
+READ_FORMATS = ("auto", "profile", "mpip", "csv", "treematch", "amfch", "ompi", "mtx", "npz", "metis")
+WRITE_FORMATS = ("metis", "mtx", "csv", "npz", "treematch")
+WORD = 8  # bytes in an Angara statistics word
+
+
+# --------------------------------------------------------------------------- detection
+
+def detect(path: Path) -> str:
+    if path.is_dir():
+        return "profile"
+    if not path.exists():
+        # an Open MPI monitoring prefix names no file itself
+        if list(path.parent.glob(path.name + ".*.prof")):
+            return "ompi"
+        raise UserError(f"{path}: no such file or directory")
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        return "npz"
+    if suffix == ".mtx":
+        return "mtx"
+    if suffix == ".prof":
+        return "ompi"
+    if suffix in (".graph", ".metis"):
+        return "metis"
+    head = _read_text(path)[:4096]
+    if suffix == ".csv" or head.lstrip().lower().startswith("src,"):
+        first = head.lstrip().splitlines()[0].replace(" ", "").lower() if head.strip() else ""
+        return "mpip" if first == "src,dst,bytes,count" else "csv"
+    if head.startswith("%%MatrixMarket"):
+        return "mtx"
+    if _looks_like_metis(path):
+        return "metis"
+    text = _read_text(path)
+    return "treematch" if _whole_matrix(text) is not None else "amfch"
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError as e:
+        raise UserError(f"{path}: {e.strerror}") from None
+
+
+def _looks_like_metis(path: Path) -> bool:
+    lines = [ln for ln in _read_text(path).splitlines() if not ln.startswith("%")]
+    if not lines:
+        return False
+    head = lines[0].split()
+    if not (2 <= len(head) <= 4 and all(t.isdigit() for t in head)):
+        return False
+    n = int(head[0])
+    # a METIS file has exactly n vertex lines after the header (trailing empty lines aside)
+    body = lines[1:]
+    while body and not body[-1].strip():
+        body.pop()
+    return len(body) == n and not (len(head) == n)  # a 2x2 or 3x3 dense matrix is not a header
+
+
+# --------------------------------------------------------------------------- readers
+
+def read(path: Path, fmt: str = "auto", collectives: str = "auto", allow_partial: bool = False) -> Traffic:
+    if fmt not in READ_FORMATS:
+        raise UserError(f"unknown traffic format {fmt!r}; choose one of: {', '.join(READ_FORMATS)}")
+    if fmt == "auto":
+        fmt = detect(path)
+    reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "mpip": lambda: _read_mpip(path),
+              "csv": lambda: _read_csv(path), "treematch": lambda: _read_treematch(path),
+              "amfch": lambda: _read_amfch(path), "ompi": lambda: _read_ompi(path), "mtx": lambda: _read_mtx(path),
+              "npz": lambda: _read_npz(path), "metis": lambda: _read_metis(path)}[fmt]
+    if fmt != "profile" and not path.exists() and fmt != "ompi":
+        raise UserError(f"{path}: no such file")
+    t = reader()
+    t.bytes = check_matrix(t.bytes, str(path))
+    return t
+
+
+def _read_profile(path: Path, model: str, allow_partial: bool) -> Traffic:
+    from profiler.collectives import expand, parse_model
+    from profiler.rundir import read_run
+    prof = read_run(path)
+    if not prof.complete and not allow_partial:
+        raise UserError(f"{path}: the run is partial ({'; '.join(prof.partial_reasons()[:2])}); "
+                        "pass --allow-partial to use what it recorded")
+    name, k = parse_model(model)
+    cb, cm, _ = expand(prof.collectives, prof.size, name, k)
+    notes = [] if prof.complete else ["partial run: " + "; ".join(prof.partial_reasons())]
+    placement = [(r.hostname, r.affinity_init) if r else (None, None) for r in prof.ranks]
+    return Traffic(bytes=(prof.bytes + cb).astype(np.float64), msgs=(prof.msgs + cm), source=str(path),
+                   format=f"profile (collectives: {model})", placement=placement, notes=notes)
+
+
+def _parse_int(tok: str, where: str) -> int:
+    try:
+        v = int(tok)
+    except ValueError:
+        try:
+            f = float(tok)
+        except ValueError:
+            raise UserError(f"{where}: {tok!r} is not a number") from None
+        if not np.isfinite(f):
+            raise UserError(f"{where}: {tok!r} is not a finite number") from None
+        if f != int(f):
+            raise UserError(f"{where}: {tok!r} is not a whole number of bytes") from None
+        v = int(f)
+    return v
+
+
+def _triplets(path: Path, rows, ncol_min: int, what: str):
+    src, dst, val, cnt = [], [], [], []
+    for lineno, row in rows:
+        if len(row) < ncol_min:
+            raise UserError(f"{path}:{lineno}: expected {what}, got {len(row)} field(s)")
+        where = f"{path}:{lineno}"
+        s, d = _parse_int(row[0], where), _parse_int(row[1], where)
+        if s < 0 or d < 0:
+            raise UserError(f"{where}: negative rank")
+        b = float(row[2])
+        if not np.isfinite(b):
+            raise UserError(f"{where}: {row[2]!r} is not a finite number")
+        src.append(s), dst.append(d), val.append(b)
+        cnt.append(_parse_int(row[3], where) if len(row) > 3 and row[3].strip() else 0)
+    if not src:
+        raise UserError(f"{path}: no traffic rows")
+    return np.array(src), np.array(dst), np.array(val, dtype=np.float64), np.array(cnt, dtype=np.int64)
+
+
+def _csv_rows(path: Path):
+    text = _read_text(path)
+    for lineno, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if lineno == 1 and not row[0].strip().lstrip("-").isdigit():
+            continue  # header
+        yield lineno, [c.strip() for c in row]
+
+
+def _read_mpip(path: Path) -> Traffic:
+    s, d, b, c = _triplets(path, _csv_rows(path), 4, "src,dst,bytes,count")
+    n = int(max(s.max(), d.max())) + 1
+    off = s != d  # the diagonal holds each row's total: not traffic
+    m = sp.coo_matrix((b[off], (s[off], d[off])), shape=(n, n)).tocsr()
+    msgs = sp.coo_matrix((c[off], (s[off], d[off])), shape=(n, n)).tocsr()
+    return Traffic(bytes=m, msgs=msgs, source=str(path), format="mpip")
+
+
+def _read_csv(path: Path) -> Traffic:
+    s, d, b, c = _triplets(path, _csv_rows(path), 3, "src,dst,bytes[,messages]")
+    n = int(max(s.max(), d.max())) + 1
+    m = sp.coo_matrix((b, (s, d)), shape=(n, n)).tocsr()
+    msgs = sp.coo_matrix((c, (s, d)), shape=(n, n)).tocsr() if c.any() else None
+    return Traffic(bytes=m, msgs=msgs, source=str(path), format="csv")
+
+
+_INT_ROW = re.compile(r"^\s*(?:(?:rank\s*)?\d+\s*[:|]\s*)?((?:[-+]?\d+\s+)*[-+]?\d+)\s*$", re.IGNORECASE)
+
+
+def _whole_matrix(text: str):
+    rows = [ln.split() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not rows or any(len(r) != len(rows) for r in rows):
+        return None
+    try:
+        return np.array([[float(x) for x in r] for r in rows])
+    except ValueError:
+        return None
+
+
+def _read_treematch(path: Path) -> Traffic:
+    text = _read_text(path)
+    rows = [(i, ln.split()) for i, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    if not rows:
+        raise UserError(f"{path}: empty matrix")
+    n = len(rows)
+    for i, r in rows:
+        if len(r) != n:
+            raise UserError(f"{path}:{i}: row has {len(r)} values, expected {n} (a square {n} x {n} matrix)")
+    vals = np.array([[_num(x, f"{path}:{i}") for x in r] for i, r in rows])
+    return Traffic(bytes=sp.csr_matrix(vals), source=str(path), format="treematch")
+
+
+def _num(x: str, where: str) -> float:
+    try:
+        return float(x)
+    except ValueError:
+        raise UserError(f"{where}: {x!r} is not a number") from None
+
+
+def _read_amfch(path: Path) -> Traffic:
+    """A square block of integer rows embedded in a program's output. Rows may carry a
+    leading label ('3:' or 'rank 3:'). With several candidate blocks, the one after a line
+    mentioning amfch is taken; otherwise the choice would be a guess and is refused."""
+    lines = _read_text(path).splitlines()
+    blocks, start, width = [], None, None
+    marks = [i for i, ln in enumerate(lines) if "amfch" in ln.lower()]
+
+    def close(end):
+        if start is not None and end - start == width and width >= 1:
+            blocks.append((start, end))
+    for i, ln in enumerate(lines + [""]):
+        m = _INT_ROW.match(ln) if i < len(lines) else None
+        k = len(m.group(1).split()) if m else None
+        if k is not None and k == width and start is not None:
+            continue
+        close(i)
+        start, width = (i, k) if k is not None else (None, None)
+    if not blocks:
+        raise UserError(f"{path}: no square matrix of integers found (expected the amfch_statistics "
+                        "P x P matrix printed with AMFCH_STATISTICS_PRINT_MODE=2)")
+    notes = []
+    if len(blocks) == 1:
+        chosen = blocks[0]
+    else:
+        # a block counts as the statistics when an amfch line sits between it and the previous block
+        marked = [blk for k, blk in enumerate(blocks)
+                  if any((blocks[k - 1][1] if k else 0) <= mk < blk[0] for mk in marks)]
+        if not marked:
+            where = ", ".join(f"lines {a + 1}-{b}" for a, b in blocks)
+            raise UserError(f"{path}: {len(blocks)} square integer matrices found ({where}) and none follows an "
+                            "amfch_statistics header; cut the log to the one to use")
+        chosen = marked[-1]
+        if len(marked) > 1:
+            notes.append(f"{len(marked)} amfch matrices in the log; the last one is used")
+    marker_line = max((mk for mk in marks if mk < chosen[0]), default=None)
+    a, b = chosen
+    vals = np.array([[int(x) for x in _INT_ROW.match(lines[i]).group(1).split()] for i in range(a, b)], dtype=np.float64)
+    notes.insert(0, f"amfch matrix at lines {a + 1}-{b}" +
+                 (f" (after line {marker_line + 1})" if marker_line is not None else ""))
+    notes.append("64-bit words x 8 = bytes")
+    return Traffic(bytes=sp.csr_matrix(vals * WORD), source=str(path), format="amfch", notes=notes)
+
+
+def _read_ompi(path: Path) -> Traffic:
+    if path.suffix == ".prof":
+        prefix = path.with_suffix("")
+        prefix = prefix.with_name(re.sub(r"\.\d+$", "", prefix.name))
+    else:
+        prefix = path
+    files = sorted(prefix.parent.glob(prefix.name + ".*.prof"))
+    files = [f for f in files if re.fullmatch(re.escape(prefix.name) + r"\.\d+\.prof", f.name)]
+    if not files:
+        raise UserError(f"{path}: no Open MPI monitoring files {prefix.name}.<rank>.prof")
+    src, dst, val, cnt = [], [], [], []
+    for f in files:
+        for lineno, ln in enumerate(_read_text(f).splitlines(), 1):
+            fields = ln.split("\t")
+            if fields[0] not in ("E", "I"):
+                continue
+            try:
+                s, d = int(fields[1]), int(fields[2])
+                b = int(fields[3].split()[0])
+                c = int(fields[4].split()[0])
+            except (IndexError, ValueError):
+                raise UserError(f"{f}:{lineno}: malformed monitoring line") from None
+            src.append(s), dst.append(d), val.append(b), cnt.append(c)
+    if not src:
+        raise UserError(f"{prefix}.*.prof: no point-to-point lines (was pml_monitoring_enable set?)")
+    n = max(len(files), max(src) + 1, max(dst) + 1)
+    m = sp.coo_matrix((np.array(val, float), (src, dst)), shape=(n, n)).tocsr()
+    msgs = sp.coo_matrix((np.array(cnt), (src, dst)), shape=(n, n)).tocsr()
+    return Traffic(bytes=m, msgs=msgs, source=str(prefix), format="ompi",
+                   notes=["Open MPI monitoring: user point-to-point (E) and what collectives sent (I)"])
+
+
+def _read_mtx(path: Path) -> Traffic:
+    try:
+        m = scipy.io.mmread(str(path))
+    except (ValueError, OSError, IndexError) as e:
+        raise UserError(f"{path}: not a readable MatrixMarket file ({e})") from None
+    return Traffic(bytes=sp.csr_matrix(m), source=str(path), format="mtx")
+
+
+def _read_npz(path: Path) -> Traffic:
+    try:
+        return Traffic(bytes=sp.load_npz(str(path)).tocsr(), source=str(path), format="npz")
+    except (ValueError, KeyError, OSError):
+        pass
+    try:
+        with np.load(str(path)) as z:
+            arrays = [z[k] for k in z.files]
+    except (ValueError, OSError) as e:
+        raise UserError(f"{path}: not a readable .npz file ({e})") from None
+    squares = [a for a in arrays if a.ndim == 2]
+    if len(squares) != 1:
+        raise UserError(f"{path}: expected one 2-D array (or a scipy.sparse matrix), found {len(squares)}")
+    return Traffic(bytes=sp.csr_matrix(squares[0]), source=str(path), format="npz")
+
+
+def _read_metis(path: Path) -> Traffic:
+    lines = [(i, ln) for i, ln in enumerate(_read_text(path).splitlines(), 1) if not ln.startswith("%")]
+    if not lines:
+        raise UserError(f"{path}: empty METIS graph file")
+    head = lines[0][1].split()
+    try:
+        n, m = int(head[0]), int(head[1])
+        fmtcode = head[2] if len(head) > 2 else "000"
+        ncon = int(head[3]) if len(head) > 3 else 1
+    except (ValueError, IndexError):
+        raise UserError(f"{path}:{lines[0][0]}: bad METIS header {lines[0][1]!r} (expected 'n m [fmt [ncon]]')") from None
+    fmtcode = fmtcode.zfill(3)
+    has_vsize, has_vw, has_ew = fmtcode[0] == "1", fmtcode[1] == "1", fmtcode[2] == "1"
+    body = lines[1:]
+    while body and not body[-1][1].strip():
+        body.pop()
+    if len(body) != n:
+        raise UserError(f"{path}: header says {n} vertices, the file has {len(body)} vertex lines")
+    rows, cols, vals = [], [], []
+    for v, (lineno, ln) in enumerate(body):
+        toks = ln.split()
+        skip = (1 if has_vsize else 0) + (ncon if has_vw else 0)
+        toks = toks[skip:]
+        step = 2 if has_ew else 1
+        if len(toks) % step:
+            raise UserError(f"{path}:{lineno}: odd number of fields for (neighbour, weight) pairs")
+        for j in range(0, len(toks), step):
+            u = _parse_int(toks[j], f"{path}:{lineno}") - 1
+            w = _parse_int(toks[j + 1], f"{path}:{lineno}") if has_ew else 1
+            if not 0 <= u < n:
+                raise UserError(f"{path}:{lineno}: neighbour {u + 1} outside 1..{n}")
+            if w < 0:
+                raise UserError(f"{path}:{lineno}: negative edge weight")
+            rows.append(v), cols.append(u), vals.append(w)
+    W = sp.coo_matrix((np.array(vals, float), (rows, cols)), shape=(n, n)).tocsr()
+    if W.nnz != 2 * m:
+        raise UserError(f"{path}: header says {m} edges, the adjacency lists hold {W.nnz / 2:g}")
+    if (W != W.T).nnz:
+        raise UserError(f"{path}: the graph is not symmetric (an edge is listed with different weights or once)")
+    return Traffic(bytes=W * 0.5, source=str(path), format="metis", notes=["METIS graph: half of each edge weight per direction"])
+
+
+# --------------------------------------------------------------------------- writers
+
+def write(traffic: Traffic, path: Path, fmt: str = "auto", units: str = "bytes") -> str:
+    """Write traffic; returns the format used. METIS graphs hold W = M + M^T, diagonal dropped."""
+    if fmt == "auto":
+        fmt = {".graph": "metis", ".metis": "metis", ".txt": "metis", ".mtx": "mtx", ".csv": "csv",
+               ".npz": "npz", ".dat": "treematch"}.get(path.suffix.lower())
+        if fmt is None:
+            raise UserError(f"{path}: cannot tell the output format from the extension; pass --to "
+                            f"({', '.join(WRITE_FORMATS)})")
+    if fmt not in WRITE_FORMATS:
+        raise UserError(f"unknown output format {fmt!r}; choose one of: {', '.join(WRITE_FORMATS)}")
+    if units not in ("bytes", "words"):
+        raise UserError("units must be bytes or words")
+    scale = 1.0 / WORD if units == "words" else 1.0
+    m = traffic.bytes.tocsr()
+    tmp = path.with_name(path.name + ".tmp")
+    if fmt == "metis":
+        write_metis(symmetric(m), tmp, scale, f"rankmap: {units} exchanged in both directions, from {traffic.source}")
+    elif fmt == "mtx":
+        with open(tmp, "wb") as f:
+            scipy.io.mmwrite(f, (m * scale).tocoo(), comment=f"rankmap traffic ({units}) from {traffic.source}")
+    elif fmt == "csv":
+        c = m.tocoo()
+        with open(tmp, "w") as f:
+            f.write("src,dst,bytes\n" if units == "bytes" else "src,dst,words\n")
+            for i, j, v in zip(c.row, c.col, c.data):
+                f.write(f"{i},{j},{_fmt_num(v * scale)}\n")
+    elif fmt == "npz":
+        with open(tmp, "wb") as f:
+            sp.save_npz(f, m * scale)
+    elif fmt == "treematch":
+        if m.shape[0] > 4096:
+            raise UserError(f"a dense {m.shape[0]} x {m.shape[0]} matrix is too large for the TreeMatch format")
+        dense = (m * scale).toarray()
+        with open(tmp, "w") as f:
+            for row in dense:
+                f.write(" ".join(_fmt_num(v) for v in row) + "\n")
+    os.replace(tmp, path)
+    return fmt
+
+
+def symmetric(m: sp.spmatrix) -> sp.csr_matrix:
+    """W = M + M^T without the diagonal: the undirected communication graph."""
+    w = (m + m.T).tocsr()
+    w.setdiag(0)
+    w.eliminate_zeros()
+    w.sort_indices()
+    return w
+
+
+def write_metis(w: sp.csr_matrix, path: Path, scale: float = 1.0, comment: str = "") -> None:
+    """METIS graph (fmt 001: edge weights), 1-based. Weights are rounded to integers and kept
+    >= 1 so that no edge disappears."""
+    w = w.tocsr()
+    n = w.shape[0]
+    weights = np.maximum(1, np.rint(w.data * scale)).astype(np.int64)
+    with open(path, "w") as f:
+        if comment:
+            f.write(f"% {comment}\n")
+        f.write(f"{n} {w.nnz // 2} 001\n")
+        for v in range(n):
+            a, b = w.indptr[v], w.indptr[v + 1]
+            f.write(" ".join(f"{u + 1} {x}" for u, x in zip(w.indices[a:b], weights[a:b])) + "\n")
+
+
+def _fmt_num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
