@@ -1,0 +1,585 @@
+/* rankmap mapper: local search on the mapping cost (called from mapper/refine.py).
+ *
+ * cost(mapping) = sum over edges {i,j} of W_ij * D(slot_i, slot_j), with D the machine's
+ * pair cost (mapper/machine.py: accumulated level costs, torus hops at the node level).
+ * Moves: swap two ranks, or move a rank to a free slot; a move is taken when it lowers
+ * the cost. Candidates for rank i: every slot when the machine is small, otherwise the
+ * slots of the groups (e.g. packages) where i's heaviest partners sit. When a pass finds
+ * nothing, iterated local search perturbs the best mapping and searches again while time
+ * remains; the best mapping seen is returned. Deterministic for a given seed. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    int64_t n;             /* ranks */
+    const int64_t *xadj;   /* n + 1 */
+    const int64_t *adj;    /* symmetric adjacency, no self loops */
+    const double *w;
+    int64_t nslots;
+    int32_t nlevels;
+    int32_t node_level;
+    const int64_t *lvl;    /* nslots * nlevels group ids, top level first */
+    const double *acc;     /* nlevels + 1: cost of a pair first differing at level l */
+    int32_t ndims;         /* 0: no torus */
+    const int64_t *dims;
+    const uint8_t *wrap;
+    const int64_t *coords; /* nslots * ndims: coordinates of the slot's node */
+    double hop_cost;       /* node-level cost per torus hop */
+    int32_t cand_level;    /* level whose groups give the candidate slots */
+    const int64_t *grp_of_slot;
+    const int64_t *grp_ptr;
+    const int64_t *grp_slots;
+    int64_t ngroups;
+    /* groups of every level above the cores, for subtree exchanges: level l's groups are
+     * glev[l]..glev[l+1]-1; group g's slots are gslot[gptr[g]..gptr[g+1]-1], in order */
+    int32_t nglev;
+    const int64_t *glev;
+    const int64_t *gptr;
+    const int64_t *gslot;
+} rm_problem;
+
+static inline double dist(const rm_problem *p, int64_t a, int64_t b)
+{
+    if (a == b)
+        return 0.0;
+    const int64_t *la = p->lvl + a * p->nlevels, *lb = p->lvl + b * p->nlevels;
+    int l = 0;
+    while (l < p->nlevels && la[l] == lb[l])
+        l++;
+    if (p->ndims && l <= p->node_level) {
+        const int64_t *ca = p->coords + a * p->ndims, *cb = p->coords + b * p->ndims;
+        int64_t h = 0;
+        for (int d = 0; d < p->ndims; d++) {
+            int64_t x = ca[d] > cb[d] ? ca[d] - cb[d] : cb[d] - ca[d];
+            if (p->wrap[d] && p->dims[d] - x < x)
+                x = p->dims[d] - x;
+            h += x;
+        }
+        return p->acc[p->node_level + 1] + p->hop_cost * (double)h;
+    }
+    return p->acc[l];
+}
+
+/* sum of w_ik * D(s, slot[k]) over the neighbours k of v, except `skip` */
+static inline double vcost(const rm_problem *p, const int64_t *slot, int64_t v, int64_t s, int64_t skip)
+{
+    double c = 0;
+    for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++) {
+        int64_t k = p->adj[e];
+        if (k != skip)
+            c += p->w[e] * dist(p, s, slot[k]);
+    }
+    return c;
+}
+
+double rm_cost(const rm_problem *p, const int64_t *slot)
+{
+    double c = 0;
+    for (int64_t v = 0; v < p->n; v++)
+        for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
+            if (p->adj[e] > v)
+                c += p->w[e] * dist(p, slot[v], slot[p->adj[e]]);
+    return c;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* gain of putting rank i on slot t (swapping with its occupant, if any) */
+static double gain(const rm_problem *p, const int64_t *slot, const int64_t *occ, int64_t i, int64_t t)
+{
+    int64_t si = slot[i], j = occ[t];
+    if (t == si)
+        return 0.0;
+    if (j < 0)
+        return vcost(p, slot, i, si, -1) - vcost(p, slot, i, t, -1);
+    /* the i-j edge keeps its cost under a swap: leave it out on both sides */
+    return vcost(p, slot, i, si, j) - vcost(p, slot, i, t, j) + vcost(p, slot, j, t, i) - vcost(p, slot, j, si, i);
+}
+
+static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
+{
+    int64_t si = slot[i], j = occ[t];
+    slot[i] = t;
+    occ[t] = i;
+    occ[si] = j;
+    if (j >= 0)
+        slot[j] = si;
+}
+
+#define FULL_LIMIT 600 /* up to this many slots every slot is a candidate */
+#define TOP_NEIGHBOURS 6
+#define PER_GROUP 8
+#ifndef ILS_SLACK
+#define ILS_SLACK 0.001 /* accept a kicked descent up to 0.1 % worse than the current one */
+#endif
+
+static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs, double deadline);
+
+/* cost of the edges touching the ranks in `mem` (edges inside the set counted once) */
+static double set_cost(const rm_problem *p, const int64_t *slot, const int64_t *mem, int64_t m, const uint8_t *in)
+{
+    double c = 0;
+    for (int64_t q = 0; q < m; q++) {
+        int64_t v = mem[q];
+        for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++) {
+            int64_t k = p->adj[e];
+            c += (in[k] ? 0.5 : 1.0) * p->w[e] * dist(p, slot[v], slot[k]);
+        }
+    }
+    return c;
+}
+
+static void exchange(int64_t *slot, int64_t *occ, const int64_t *sa, const int64_t *sb, int64_t len)
+{
+    for (int64_t q = 0; q < len; q++) {
+        int64_t a = sa[q], b = sb[q], ra = occ[a], rb = occ[b];
+        occ[a] = rb, occ[b] = ra;
+        if (ra >= 0)
+            slot[ra] = b;
+        if (rb >= 0)
+            slot[rb] = a;
+    }
+}
+
+#define MAX_GROUPS_FOR_EXCHANGE 128
+
+/* Exchange the contents of two equal-size subtrees (sockets, nodes...) when that lowers the
+ * cost: a move that single swaps can only reach through worse mappings. */
+static int64_t group_exchanges(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *mem, uint8_t *in,
+                               double deadline)
+{
+    int64_t moves = 0;
+    for (int32_t l = 0; l < p->nglev; l++) {
+        int64_t g0 = p->glev[l], g1 = p->glev[l + 1];
+        if (g1 - g0 < 2 || g1 - g0 > MAX_GROUPS_FOR_EXCHANGE)
+            continue;
+        for (int64_t a = g0; a < g1; a++)
+            for (int64_t b = a + 1; b < g1; b++) {
+                int64_t la = p->gptr[a + 1] - p->gptr[a];
+                if (la != p->gptr[b + 1] - p->gptr[b] || now() > deadline)
+                    continue;
+                const int64_t *sa = p->gslot + p->gptr[a], *sb = p->gslot + p->gptr[b];
+                int64_t m = 0;
+                for (int64_t q = 0; q < la; q++) {
+                    if (occ[sa[q]] >= 0)
+                        mem[m++] = occ[sa[q]];
+                    if (occ[sb[q]] >= 0)
+                        mem[m++] = occ[sb[q]];
+                }
+                if (m == 0)
+                    continue;
+                for (int64_t q = 0; q < m; q++)
+                    in[mem[q]] = 1;
+                double before = set_cost(p, slot, mem, m, in);
+                exchange(slot, occ, sa, sb, la);
+                double after = set_cost(p, slot, mem, m, in);
+                if (after < before - 1e-9 * (1.0 + before))
+                    moves++;
+                else
+                    exchange(slot, occ, sa, sb, la); /* undo */
+                for (int64_t q = 0; q < m; q++)
+                    in[mem[q]] = 0;
+            }
+    }
+    return moves;
+}
+
+/* gain of exchanging the occupants of slots x and y (either may be free) */
+static double slot_gain(const rm_problem *p, const int64_t *slot, const int64_t *occ, int64_t x, int64_t y)
+{
+    if (occ[x] >= 0)
+        return gain(p, slot, occ, occ[x], y);
+    if (occ[y] >= 0)
+        return gain(p, slot, occ, occ[y], x);
+    return 0.0;
+}
+
+static void slot_swap(int64_t *slot, int64_t *occ, int64_t x, int64_t y)
+{
+    int64_t a = occ[x], b = occ[y];
+    occ[x] = b, occ[y] = a;
+    if (a >= 0)
+        slot[a] = y;
+    if (b >= 0)
+        slot[b] = x;
+}
+
+#define KL_MAX_GROUP 64
+#define KL_MAX_RANKS 4096
+
+/* Kernighan-Lin between two groups: take the best exchange even when it loses, lock the
+ * two slots, repeat; keep the best prefix. Escapes balanced partitions where every single
+ * swap is uphill. Returns the gain kept. */
+static double kl_pair(const rm_problem *p, int64_t *slot, int64_t *occ, const int64_t *sa, int64_t la,
+                      const int64_t *sb, int64_t lb, uint8_t *lock, int64_t *seq)
+{
+    int64_t steps = la < lb ? la : lb, done = 0, best_len = 0;
+    double cum = 0, best = 1e-9;
+    for (int64_t st = 0; st < steps; st++) {
+        double bg = -INFINITY;
+        int64_t bx = -1, by = -1;
+        for (int64_t i = 0; i < la; i++) {
+            if (lock[i])
+                continue;
+            for (int64_t j = 0; j < lb; j++) {
+                if (lock[la + j] || (occ[sa[i]] < 0 && occ[sb[j]] < 0))
+                    continue;
+                double g = slot_gain(p, slot, occ, sa[i], sb[j]);
+                if (g > bg)
+                    bg = g, bx = i, by = j;
+            }
+        }
+        if (bx < 0)
+            break;
+        slot_swap(slot, occ, sa[bx], sb[by]);
+        lock[bx] = lock[la + by] = 1;
+        seq[2 * done] = sa[bx], seq[2 * done + 1] = sb[by];
+        done++;
+        cum += bg;
+        if (cum > best)
+            best = cum, best_len = done;
+    }
+    for (int64_t k = done - 1; k >= best_len; k--) /* undo past the best prefix */
+        slot_swap(slot, occ, seq[2 * k], seq[2 * k + 1]);
+    memset(lock, 0, (size_t)(la + lb));
+    return best_len ? best : 0.0;
+}
+
+static int64_t kl_levels(const rm_problem *p, int64_t *slot, int64_t *occ, uint8_t *lock, int64_t *seq,
+                         double deadline)
+{
+    int64_t improved = 0;
+    if (p->n > KL_MAX_RANKS)
+        return 0;
+    for (int32_t l = 0; l < p->nglev; l++) {
+        int64_t g0 = p->glev[l], g1 = p->glev[l + 1];
+        if (g1 - g0 < 2 || g1 - g0 > MAX_GROUPS_FOR_EXCHANGE)
+            continue;
+        for (int64_t a = g0; a < g1; a++)
+            for (int64_t b = a + 1; b < g1; b++) {
+                int64_t la = p->gptr[a + 1] - p->gptr[a], lb = p->gptr[b + 1] - p->gptr[b];
+                if (la > KL_MAX_GROUP || lb > KL_MAX_GROUP || now() > deadline)
+                    continue;
+                if (kl_pair(p, slot, occ, p->gslot + p->gptr[a], la, p->gslot + p->gptr[b], lb, lock, seq) > 0)
+                    improved++;
+            }
+    }
+    return improved;
+}
+
+/* descend with single moves, then subtree exchanges, until neither helps */
+static int64_t descend(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs,
+                       double deadline, int64_t max_passes, int64_t *mem, uint8_t *in)
+{
+    int64_t passes = 0;
+    for (;;) {
+        while (passes < max_passes && now() < deadline) {
+            passes++;
+            if (pass(p, slot, occ, order, rs, deadline) == 0)
+                break;
+        }
+        if (!mem || passes >= max_passes || now() > deadline)
+            return passes;
+        if (group_exchanges(p, slot, occ, mem, in, deadline) == 0 &&
+            kl_levels(p, slot, occ, in, mem, deadline) == 0)
+            return passes;
+    }
+}
+
+/* one pass over the ranks in a random order; returns the number of improving moves */
+static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs, double deadline)
+{
+    int64_t moves = 0;
+    for (int64_t k = p->n - 1; k > 0; k--) { /* Fisher-Yates */
+        int64_t r = (int64_t)(rng_next(rs) % (uint64_t)(k + 1)), tmp = order[k];
+        order[k] = order[r], order[r] = tmp;
+    }
+    for (int64_t idx = 0; idx < p->n; idx++) {
+        if ((idx & 1023) == 0 && now() > deadline)
+            break;
+        int64_t i = order[idx], best_t = -1;
+        double best = 1e-9 * (1.0 + vcost(p, slot, i, slot[i], -1)); /* relative threshold: no churn on ties */
+        if (p->nslots <= FULL_LIMIT) {
+            for (int64_t t = 0; t < p->nslots; t++) {
+                double g = gain(p, slot, occ, i, t);
+                if (g > best)
+                    best = g, best_t = t;
+            }
+        } else {
+            /* the heaviest partners' groups: keep the top few edges, sorted by weight */
+            int64_t top[TOP_NEIGHBOURS];
+            int nt = 0;
+            for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++) {
+                int q;
+                if (nt < TOP_NEIGHBOURS)
+                    q = nt++;
+                else if (p->w[e] > p->w[top[TOP_NEIGHBOURS - 1]])
+                    q = TOP_NEIGHBOURS - 1;
+                else
+                    continue;
+                for (; q > 0 && p->w[top[q - 1]] < p->w[e]; q--)
+                    top[q] = top[q - 1];
+                top[q] = e;
+            }
+            for (int q = 0; q < nt; q++) {
+                int64_t g = p->grp_of_slot[slot[p->adj[top[q]]]];
+                int64_t a = p->grp_ptr[g], b = p->grp_ptr[g + 1], len = b - a;
+                int64_t start = len ? (int64_t)(rng_next(rs) % (uint64_t)len) : 0;
+                for (int64_t c = 0; c < len && c < PER_GROUP; c++) {
+                    int64_t t = p->grp_slots[a + (start + c) % len];
+                    double gg = gain(p, slot, occ, i, t);
+                    if (gg > best)
+                        best = gg, best_t = t;
+                }
+            }
+        }
+        if (best_t >= 0) {
+            apply(slot, occ, i, best_t);
+            moves++;
+        }
+    }
+    return moves;
+}
+
+/* Improve slot_of_rank in place. Returns the number of passes run. */
+int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, int64_t max_passes,
+                  int32_t ils, double *cost_out)
+{
+    double deadline = now() + time_limit;
+    uint64_t rs = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
+    if (!rs)
+        rs = 1;
+    int64_t n = p->n;
+    int64_t *occ = malloc(sizeof(int64_t) * (size_t)(p->nslots + 1));
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *best = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!occ || !order || !best) {
+        free(occ), free(order), free(best);
+        *cost_out = rm_cost(p, slot_of_rank);
+        return -1;
+    }
+    for (int64_t t = 0; t < p->nslots; t++)
+        occ[t] = -1;
+    for (int64_t v = 0; v < n; v++) {
+        occ[slot_of_rank[v]] = v;
+        order[v] = v;
+    }
+    /* subtree exchanges touch at most two groups: scratch sized for the whole set is enough */
+    int64_t *mem = NULL;
+    /* scratch: `in` doubles as the KL lock array (2 groups), `mem` as its swap sequence */
+    int64_t scratch = n + 2 * KL_MAX_GROUP + 2;
+    free(mem);
+    mem = p->nglev ? malloc(sizeof(int64_t) * (size_t)(scratch > 4 * KL_MAX_GROUP ? scratch : 4 * KL_MAX_GROUP)) : NULL;
+    uint8_t *in = p->nglev ? calloc((size_t)scratch, 1) : NULL;
+    if (!in) {
+        free(mem);
+        mem = NULL;
+    }
+    int64_t passes = descend(p, slot_of_rank, occ, order, &rs, deadline, max_passes, mem, in);
+    double best_cost = rm_cost(p, slot_of_rank), cur_cost = best_cost;
+    memcpy(best, slot_of_rank, sizeof(int64_t) * (size_t)n);
+    /* iterated local search: kick the current mapping, descend, and keep the result when it
+     * is not much worse than the current one (a random walk over near-optimal mappings
+     * crosses plateaus that a strict descent cannot); the best mapping seen is returned */
+    int64_t kicks = n < 8 ? 1 : n / 8 < 4 ? n / 8 : 4;
+    int64_t *cur = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (cur)
+        memcpy(cur, slot_of_rank, sizeof(int64_t) * (size_t)n);
+    while (ils && cur && n > 1 && now() < deadline) {
+        for (int64_t k = 0; k < kicks; k++) {
+            int64_t i = (int64_t)(rng_next(&rs) % (uint64_t)n);
+            int64_t t = (int64_t)(rng_next(&rs) % (uint64_t)p->nslots);
+            apply(slot_of_rank, occ, i, t);
+        }
+        passes += descend(p, slot_of_rank, occ, order, &rs, deadline, 50, mem, in);
+        double c = rm_cost(p, slot_of_rank);
+        if (c < best_cost - 1e-9 * best_cost) {
+            best_cost = c;
+            memcpy(best, slot_of_rank, sizeof(int64_t) * (size_t)n);
+        }
+        if (c <= cur_cost * (1.0 + ILS_SLACK)) {
+            cur_cost = c;
+            memcpy(cur, slot_of_rank, sizeof(int64_t) * (size_t)n);
+        } else { /* back to the current mapping */
+            for (int64_t t = 0; t < p->nslots; t++)
+                occ[t] = -1;
+            memcpy(slot_of_rank, cur, sizeof(int64_t) * (size_t)n);
+            for (int64_t v = 0; v < n; v++)
+                occ[slot_of_rank[v]] = v;
+        }
+    }
+    free(cur);
+    free(mem);
+    free(in);
+    memcpy(slot_of_rank, best, sizeof(int64_t) * (size_t)n);
+    *cost_out = best_cost;
+    free(occ), free(order), free(best);
+    return passes;
+}
+
+/* ------------------------------------------------------------------ robust tabu search
+ * For small machines the mapping is a quadratic assignment problem: flow F = W between
+ * ranks (free slots are dummy ranks with no flow), distance D between slots. Taillard's
+ * robust tabu search: each iteration takes the best swap that is not tabu (or beats the
+ * best mapping ever seen); moving a rank back to a slot it left recently is tabu for a
+ * random tenure around m; swap deltas are kept in an m x m table and updated in O(m^2)
+ * per iteration (Taillard 1991, symmetric case). */
+int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, double *cost_out)
+{
+    double deadline = now() + time_limit;
+    int64_t m = p->nslots, n = p->n;
+    double *F = calloc((size_t)(m * m), sizeof(double));
+    double *D = malloc(sizeof(double) * (size_t)(m * m));
+    double *delta = malloc(sizeof(double) * (size_t)(m * m));
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)m), *bestp = malloc(sizeof(int64_t) * (size_t)m);
+    int64_t *tabu = calloc((size_t)(m * m), sizeof(int64_t)); /* tabu[r*m + loc]: iteration until which r may not go back to loc */
+    uint8_t *used = calloc((size_t)m, 1);
+    /* slots that differ only below the last tree level (cores of one socket) are
+     * interchangeable: a swap between them never changes the cost, and on this symmetric
+     * machine such zero moves would crowd out every useful one */
+    const int64_t *cls = p->lvl + (p->nlevels >= 2 ? p->nlevels - 2 : 0);
+    int64_t *clsv = malloc(sizeof(int64_t) * (size_t)m);
+    if (!F || !D || !delta || !perm || !bestp || !tabu || !used || !clsv) {
+        free(F), free(D), free(delta), free(perm), free(bestp), free(tabu), free(used), free(clsv);
+        *cost_out = rm_cost(p, slot_of_rank);
+        return -1;
+    }
+    for (int64_t v = 0; v < n; v++)
+        for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
+            F[v * m + p->adj[e]] = p->w[e];
+    for (int64_t a = 0; a < m; a++) {
+        clsv[a] = cls[a * p->nlevels];
+        for (int64_t b = 0; b < m; b++)
+            D[a * m + b] = dist(p, a, b);
+    }
+    cls = clsv;
+    /* ranks 0..n-1 keep their slots, dummies n..m-1 take the free slots */
+    for (int64_t v = 0; v < n; v++) {
+        perm[v] = slot_of_rank[v];
+        used[perm[v]] = 1;
+    }
+    for (int64_t v = n, t = 0; v < m; v++) {
+        while (used[t])
+            t++;
+        perm[v] = t++;
+    }
+#define Fm(i, j) F[(i) * m + (j)]
+#define Dm(i, j) D[(i) * m + (j)]
+    double cost = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = i + 1; j < m; j++)
+            cost += Fm(i, j) * Dm(perm[i], perm[j]);
+    /* full delta of swapping r and s (symmetric F and D, zero diagonals) */
+#define FULL_DELTA(r, s)                                                                   \
+    ({                                                                                     \
+        double d_ = 0;                                                                     \
+        for (int64_t k = 0; k < m; k++)                                                    \
+            if (k != (r) && k != (s))                                                      \
+                d_ += (Fm(r, k) - Fm(s, k)) * (Dm(perm[s], perm[k]) - Dm(perm[r], perm[k])); \
+        d_;                                                                                \
+    })
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t s = r + 1; s < m; s++)
+            delta[r * m + s] = FULL_DELTA(r, s);
+    double best = cost;
+    memcpy(bestp, perm, sizeof(int64_t) * (size_t)m);
+    uint64_t rs = seed * 0x9E3779B97F4A7C15ull + 0x51ed27ull;
+    if (!rs)
+        rs = 1;
+    int64_t it = 0, tmin = (int64_t)(0.9 * (double)m), tspan = (int64_t)(0.2 * (double)m) + 1;
+    if (tmin < 1)
+        tmin = 1;
+    /* iterated tabu search: after `stall` iterations without a new best, restart from the
+     * best mapping kicked by a few random swaps between non-interchangeable slots */
+    /* measured on the reference matrices: short stalls and large kicks (3/8 of the slots)
+     * find the deep basins far more often than gentle restarts */
+    int64_t last_gain = 0, stall = 2 * m + 20, kick = 3 * m / 8 < 2 ? 2 : 3 * m / 8;
+    while (m > 2 && (it & 63 || now() < deadline)) {
+        it++;
+        if (it - last_gain > stall) {
+            memcpy(perm, bestp, sizeof(int64_t) * (size_t)m);
+            for (int64_t k = 0, tries = 0; k < kick && tries < 100 * kick; tries++) {
+                int64_t r = (int64_t)(rng_next(&rs) % (uint64_t)m), q = (int64_t)(rng_next(&rs) % (uint64_t)m);
+                if (r == q || cls[perm[r]] == cls[perm[q]] || (r >= n && q >= n))
+                    continue;
+                int64_t tmp = perm[r];
+                perm[r] = perm[q], perm[q] = tmp;
+                k++;
+            }
+            cost = 0;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = i + 1; j < m; j++)
+                    cost += Fm(i, j) * Dm(perm[i], perm[j]);
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t q = r + 1; q < m; q++)
+                    delta[r * m + q] = FULL_DELTA(r, q);
+            memset(tabu, 0, sizeof(int64_t) * (size_t)(m * m));
+            last_gain = it;
+        }
+        int64_t br = -1, bs = -1;
+        double bd = INFINITY;
+        double aspire = best - 1e-9 * (1.0 + best) - cost; /* a tabu move is allowed below this */
+        for (int64_t r = 0; r < m; r++) {
+            const double *dr = delta + r * m;
+            int64_t cr = cls[perm[r]];
+            const int64_t *tr = tabu + r * m;
+            for (int64_t s = r + 1; s < m; s++) {
+                double d = dr[s];
+                if (d >= bd || cr == cls[perm[s]] || (r >= n && s >= n))
+                    continue; /* not better, or two interchangeable slots / two dummies: nothing can change */
+                if (tr[perm[s]] > it && tabu[s * m + perm[r]] > it && d >= aspire)
+                    continue;
+                bd = d, br = r, bs = s;
+            }
+        }
+        if (br < 0)
+            break;
+        /* apply the swap; the delta table update needs the permutation before and after */
+        int64_t u = br, v = bs;
+        tabu[u * m + perm[u]] = it + tmin + (int64_t)(rng_next(&rs) % (uint64_t)tspan);
+        tabu[v * m + perm[v]] = it + tmin + (int64_t)(rng_next(&rs) % (uint64_t)tspan);
+        int64_t pu = perm[u];
+        perm[u] = perm[v], perm[v] = pu;
+        cost += bd;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t s = r + 1; s < m; s++) {
+                if (r == u || r == v || s == u || s == v)
+                    delta[r * m + s] = FULL_DELTA(r, s);
+                else
+                    delta[r * m + s] += (Fm(r, u) - Fm(r, v) + Fm(s, v) - Fm(s, u)) *
+                                        (Dm(perm[s], perm[u]) - Dm(perm[s], perm[v]) + Dm(perm[r], perm[v]) -
+                                         Dm(perm[r], perm[u]));
+            }
+        if (cost < best - 1e-9 * (1.0 + best)) {
+            best = cost;
+            memcpy(bestp, perm, sizeof(int64_t) * (size_t)m);
+            last_gain = it;
+        }
+    }
+#undef Fm
+#undef Dm
+#undef FULL_DELTA
+    for (int64_t v = 0; v < n; v++)
+        slot_of_rank[v] = bestp[v];
+    *cost_out = rm_cost(p, slot_of_rank);
+    free(F), free(D), free(delta), free(perm), free(bestp), free(tabu), free(used), free(clsv);
+    return it;
+}

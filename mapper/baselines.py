@@ -1,0 +1,136 @@
+"""Mappings to compare with (and fall back to): block (= identity, Slurm's default),
+cyclic (round-robin over nodes), random, the profiled run's own placement, and a greedy
+TreeMatch-style construction. All return slot_of_rank."""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from mapper.graph import Graph
+from mapper.machine import Machine
+
+
+def block(n: int, machine: Machine) -> np.ndarray:
+    return np.arange(n, dtype=np.int64)
+
+
+def cyclic(n: int, machine: Machine) -> np.ndarray:
+    """Rank r on node r mod N (skipping full nodes), each node's slots in order."""
+    per_node = [list(np.flatnonzero(machine.slot_node == k)) for k in range(machine.nnodes)]
+    out = np.empty(n, dtype=np.int64)
+    k = 0
+    for r in range(n):
+        while not per_node[k % machine.nnodes]:
+            k += 1
+        out[r] = per_node[k % machine.nnodes].pop(0)
+        k += 1
+    return out
+
+
+def random(n: int, machine: Machine, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).permutation(machine.nslots)[:n].astype(np.int64)
+
+
+def from_placement(placement: list | None, machine: Machine) -> np.ndarray | None:
+    """Slots matching a profiled run's (host, affinity) per rank, when its hosts are in this
+    machine; ranks whose core is unknown (no binding) take the next free slot of their node."""
+    if not placement or len(placement) > machine.nslots:
+        return None
+    index = {h: i for i, h in enumerate(machine.hosts)}
+    if any(h not in index for h, _ in placement):
+        return None
+    free = {k: list(np.flatnonzero(machine.slot_node == k)) for k in range(machine.nnodes)}
+    out = np.full(len(placement), -1, dtype=np.int64)
+    pending = []
+    for r, (h, cpus) in enumerate(placement):
+        node = index[h]
+        cores = _cores_of(cpus, machine.topos[node])
+        slot = None
+        if len(cores) == 1:
+            cands = [s for s in free[node] if machine.slot_core[s] == cores[0]]
+            slot = cands[0] if cands else None
+        if slot is None:
+            pending.append((r, node))
+        else:
+            free[node].remove(slot)
+            out[r] = slot
+    for r, node in pending:
+        if not free[node]:
+            return None
+        out[r] = free[node].pop(0)
+    return out
+
+
+def _cores_of(cpus: str | None, topo) -> list[int]:
+    if not cpus:
+        return []
+    pus = set()
+    for part in cpus.split(","):
+        a, _, b = part.partition("-")
+        try:
+            pus.update(range(int(a), int(b or a) + 1))
+        except ValueError:
+            return []
+    m = topo.core_of_pu()
+    return sorted({m[p] for p in pus if p in m})
+
+
+def greedy(graph: Graph, machine: Machine, seed: int) -> np.ndarray:
+    """Grow the mapping from the heaviest rank: repeatedly take the unplaced rank most
+    connected to the placed ones and give it the free slot that costs least with its
+    placed partners (candidates: free slots beside those partners, and the next free slot)."""
+    W = graph.W
+    n = graph.n
+    rng = np.random.default_rng(seed)
+    slot = np.full(n, -1, dtype=np.int64)
+    occupied = np.zeros(machine.nslots, bool)
+    group = machine.lvl[:, -2] if machine.lvl.shape[1] >= 2 else machine.lvl[:, 0]
+    by_group = {}
+    for s in range(machine.nslots):
+        by_group.setdefault(int(group[s]), []).append(s)
+    next_free = 0
+    strength = np.zeros(n)
+    heap = []
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    order = np.lexsort((rng.random(n), -deg))
+    seeds = iter(order)
+    placed = 0
+    while placed < n:
+        r = -1
+        while heap:
+            neg, cand = heapq.heappop(heap)
+            if slot[cand] < 0 and -neg == strength[cand]:
+                r = cand
+                break
+        if r < 0:
+            r = next(x for x in seeds if slot[x] < 0)
+        a, b = W.indptr[r], W.indptr[r + 1]
+        nb, w = W.indices[a:b], W.data[a:b]
+        done = slot[nb] >= 0
+        cands = set()
+        for s in slot[nb[done]]:
+            for t in by_group[int(group[s])]:
+                if not occupied[t]:
+                    cands.add(t)
+                    if len(cands) > 64:
+                        break
+        while next_free < machine.nslots and occupied[next_free]:
+            next_free += 1
+        if next_free < machine.nslots:
+            cands.add(next_free)
+        cands = np.array(sorted(cands), dtype=np.int64)
+        if done.any():
+            ps, pw = slot[nb[done]], w[done]
+            cost = np.array([(pw * machine.distance(np.full(len(ps), c), ps)).sum() for c in cands])
+            best = int(cands[int(np.argmin(cost))])
+        else:
+            best = int(cands[0])
+        slot[r] = best
+        occupied[best] = True
+        placed += 1
+        for k, x in zip(nb, w):
+            if slot[k] < 0:
+                strength[k] += x
+                heapq.heappush(heap, (-strength[k], int(k)))
+    return slot

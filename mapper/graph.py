@@ -1,0 +1,46 @@
+"""The communication graph: W = M + M^T without the diagonal, symmetric CSR (scipy.sparse),
+memory O(nnz)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from profiler.errors import UserError
+from profiler.formats import symmetric
+from profiler.traffic import Traffic
+
+
+@dataclass
+class Graph:
+    W: sp.csr_matrix   # float64, symmetric, no self loops, sorted indices
+
+    @property
+    def n(self) -> int:
+        return self.W.shape[0]
+
+    def total(self) -> float:
+        return float(self.W.sum()) / 2
+
+    def components(self) -> tuple[int, int]:
+        """(connected components among communicating ranks, ranks that exchange nothing)"""
+        deg = np.diff(self.W.indptr)
+        isolated = int((deg == 0).sum())
+        ncomp, _ = connected_components(self.W, directed=False)
+        return ncomp - isolated, isolated
+
+    def metis_weights(self, W: sp.csr_matrix | None = None) -> np.ndarray:
+        """Integer edge weights >= 1 for METIS, scaled so that sums cannot overflow."""
+        W = self.W if W is None else W
+        total = float(W.data.sum()) or 1.0
+        scale = min(1.0, 2.0 ** 40 / total)
+        return np.maximum(1, np.rint(W.data * scale)).astype(np.int64)
+
+
+def from_traffic(t: Traffic) -> Graph:
+    W = symmetric(t.bytes)
+    if W.nnz == 0:
+        raise UserError(f"{t.source}: no traffic between distinct ranks; there is nothing to map")
+    return Graph(W=W.astype(np.float64))

@@ -1,0 +1,298 @@
+"""The machine a program is mapped onto: nodes (each with its hwloc internals), the network
+between them, the slots ranks can take, and the cost of every pair of slots.
+
+Levels run from the top of the machine tree to the bottom: switch levels (for a switch
+tree; the last of them is the node), or `node` (flat network or torus), then `package`,
+`numa` (only where a package holds several NUMA nodes), `core`. The cost of a pair of
+slots follows TreeMatch's accumulated convention: a pair that first differs at level l
+pays the sum of the level costs from l down to the bottom (two cores of one socket pay
+the last cost; two nodes pay all of them). On a torus, two nodes `h` links apart pay
+the costs below the node level plus h times the node-level cost (so neighbours pay what
+a tree would charge). Slots on the same core cost 0."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mapper import hostnames, hwtopo
+from mapper.network import SwitchTree, Torus, switch_tree, torus_from
+from profiler.errors import UserError
+
+DEFAULT_COSTS = {"switch": 1000.0, "node": 1000.0, "package": 100.0, "numa": 30.0, "core": 10.0}
+
+
+@dataclass
+class TreeNode:
+    """A subtree of the machine: the slots under it and its children (empty for a leaf)."""
+    slots: np.ndarray
+    children: list = field(default_factory=list)
+    label: str = ""
+
+    @property
+    def capacity(self) -> int:
+        return len(self.slots)
+
+
+@dataclass
+class Machine:
+    hosts: list
+    topos: list                  # per node: hwtopo.NodeTopology
+    network: Torus | SwitchTree | None
+    level_names: list
+    level_costs: np.ndarray      # per level, top to bottom
+    node_level: int
+    slot_node: np.ndarray        # per slot: node index
+    slot_core: np.ndarray        # per slot: hwloc logical core index within its node
+    lvl: np.ndarray              # (slots, levels): group id at each level
+    acc: np.ndarray              # acc[l]: cost of a pair first differing at level l (acc[L] = 0)
+
+    @property
+    def nslots(self) -> int:
+        return len(self.slot_node)
+
+    @property
+    def nnodes(self) -> int:
+        return len(self.hosts)
+
+    def describe(self) -> str:
+        kinds = {}
+        for h, t in zip(self.hosts, self.topos):
+            kinds.setdefault(t.describe(), []).append(h)
+        parts = [f"{hostnames.compress(hs)} ({k})" for k, hs in kinds.items()]
+        net = self.network.describe() if self.network is not None else "one switch"
+        costs = ", ".join(f"{n} {c:g}" for n, c in zip(self.level_names, self.level_costs))
+        return f"{self.nnodes} nodes: {'; '.join(parts)}; network {net}; {self.nslots} slots; level costs {costs}"
+
+    # ------------------------------------------------------------------ distances
+    def node_hops(self, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
+        if self.network is None:
+            return np.where(na == nb, 0, 2).astype(np.int64)   # node - switch - node
+        return self.network.hops(na, nb)
+
+    def distance(self, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+        """Cost of the slot pairs (sa[i], sb[i]) (vectorized, O(len) memory)."""
+        sa = np.asarray(sa, dtype=np.int64)
+        sb = np.asarray(sb, dtype=np.int64)
+        L = self.lvl.shape[1]
+        out = np.empty(len(sa))
+        for lo in range(0, len(sa), 1 << 20):   # chunks keep the (pairs x levels) temporary small
+            a, b = sa[lo:lo + (1 << 20)], sb[lo:lo + (1 << 20)]
+            diff = self.lvl[a] != self.lvl[b]
+            first = np.where(diff.any(axis=1), diff.argmax(axis=1), L)
+            d = self.acc[first]
+            if isinstance(self.network, Torus):
+                inter = first <= self.node_level
+                if inter.any():
+                    na, nb = self.slot_node[a[inter]], self.slot_node[b[inter]]
+                    d[inter] = self.acc[self.node_level + 1] + self.level_costs[self.node_level] * self.network.hops(na, nb)
+            out[lo:lo + len(a)] = d
+        return out
+
+    def tree_levels_up(self, sa, sb) -> np.ndarray:
+        """How many levels up the lowest common ancestor of two slots is (0 = same core)."""
+        L = self.lvl.shape[1]
+        diff = self.lvl[sa] != self.lvl[sb]
+        first = np.where(diff.any(axis=1), diff.argmax(axis=1), L)
+        return L - first
+
+    # ------------------------------------------------------------------ the partition tree
+    def tree(self, nodes: np.ndarray | None = None) -> TreeNode:
+        """Machine tree over the given nodes (default all): network subtrees (compact
+        sub-tori, or switches), then each node's packages, NUMA nodes and cores."""
+        nodes = np.arange(self.nnodes) if nodes is None else np.asarray(nodes)
+        by_node = {int(n): self._node_subtree(int(n)) for n in nodes}
+        if isinstance(self.network, Torus):
+            root = self._torus_split(nodes, by_node)
+        elif isinstance(self.network, SwitchTree):
+            root = self._switch_split(nodes, by_node, 0)
+        else:
+            kids = [by_node[int(n)] for n in nodes]
+            root = TreeNode(np.concatenate([k.slots for k in kids]), kids, "network")
+        return root
+
+    def _node_subtree(self, n: int) -> TreeNode:
+        idx = np.flatnonzero(self.slot_node == n)
+        lv = self.lvl[idx]
+        # levels below the node: group the slots level by level
+        def build(slots, level, label):
+            if level >= self.lvl.shape[1]:
+                return TreeNode(slots, [], label)
+            ids = self.lvl[slots, level]
+            _, first = np.unique(ids, return_index=True)
+            order = np.sort(first)
+            if len(order) == 1 and level < self.lvl.shape[1] - 1:
+                return build(slots, level + 1, label)        # a level with one group adds nothing
+            kids = [build(slots[ids == ids[i]], level + 1, f"{label}/{self.level_names[level]}{j}")
+                    for j, i in enumerate(order)]
+            if len(kids) == 1:
+                return kids[0]
+            return TreeNode(slots, kids, label)
+        del lv
+        return build(idx, self.node_level + 1, self.hosts[n])
+
+    def _torus_split(self, nodes: np.ndarray, by_node: dict) -> TreeNode:
+        if len(nodes) == 1:
+            return by_node[int(nodes[0])]
+        c = self.network.coords[nodes]
+        extent = c.max(axis=0) - c.min(axis=0)
+        d = int(np.argmax(extent))               # the longest dimension of this sub-torus
+        order = np.lexsort(tuple(c[:, k] for k in reversed(range(c.shape[1]))) + (c[:, d],))
+        nodes = nodes[order]
+        vals = c[order, d]
+        cut_value = vals.min() + (extent[d] + 1 + 1) // 2
+        cut = int(np.searchsorted(vals, cut_value))
+        if cut <= 0 or cut >= len(nodes):
+            cut = len(nodes) // 2
+        kids = [self._torus_split(nodes[:cut], by_node), self._torus_split(nodes[cut:], by_node)]
+        return TreeNode(np.concatenate([k.slots for k in kids]), kids, "torus")
+
+    def _switch_split(self, nodes: np.ndarray, by_node: dict, level: int) -> TreeNode:
+        groups = self.network.groups
+        if level >= groups.shape[1] - 1:
+            kids = [by_node[int(n)] for n in nodes]
+        else:
+            ids = groups[nodes, level]
+            kids = [self._switch_split(nodes[ids == g], by_node, level + 1) for g in np.unique(ids)]
+        if len(kids) == 1:
+            return kids[0]
+        return TreeNode(np.concatenate([k.slots for k in kids]), kids, f"switch{level}")
+
+
+# ---------------------------------------------------------------------- building a machine
+
+def parse_topologies(specs: list[str], hosts: list[str]) -> list:
+    """`SPEC` for every node, or several `HOSTLIST=SPEC` (heterogeneous nodes)."""
+    if not specs:
+        raise UserError("no node topology: pass --node-topology (e.g. 'pack:2 core:6', an lstopo XML file, or 'live')")
+    if len(specs) == 1 and "=" not in specs[0]:
+        t = hwtopo.load(specs[0])
+        return [t] * len(hosts)
+    index = {h: i for i, h in enumerate(hosts)}
+    out = [None] * len(hosts)
+    for spec in specs:
+        if "=" not in spec:
+            raise UserError(f"--node-topology {spec!r}: with several topologies each must be HOSTLIST=SPEC")
+        hl, _, topo = spec.partition("=")
+        t = hwtopo.load(topo.strip())
+        for h in hostnames.expand(hl):
+            if h not in index:
+                raise UserError(f"--node-topology names host {h}, which is not in the node list")
+            out[index[h]] = t
+    missing = [h for h, t in zip(hosts, out) if t is None]
+    if missing:
+        raise UserError(f"no node topology for host {missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""))
+    return out
+
+
+def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
+    """Comma-separated costs top to bottom, or @FILE (JSON: a list, or {"level_costs":
+    {name: cost}} as `rankmap probe` writes). Where a package holds several NUMA nodes
+    but no NUMA cost is given, NUMA costs nothing extra."""
+    if text is None:
+        return np.array([DEFAULT_COSTS["switch" if n.startswith("switch") else n] for n in names])
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise UserError(f"{path}: cannot read level costs ({e})") from None
+        data = data.get("level_costs", data) if isinstance(data, dict) else data
+        if isinstance(data, dict):
+            missing = [n for n in names if n not in data and n != "numa"]
+            if missing:
+                raise UserError(f"{path}: no cost for level(s) {', '.join(missing)} (levels: {', '.join(names)})")
+            vals = [float(data.get(n, 0.0)) for n in names]
+        else:
+            vals = [float(x) for x in data]
+    else:
+        try:
+            vals = [float(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise UserError(f"--level-costs {text!r}: expected numbers separated by commas") from None
+    if len(vals) == len(names) - 1 and "numa" in names:
+        vals.insert(names.index("numa"), 0.0)
+    if len(vals) != len(names):
+        raise UserError(f"--level-costs gives {len(vals)} value(s); this machine has {len(names)} levels, "
+                        f"top to bottom: {', '.join(names)}")
+    if any(not np.isfinite(v) or v < 0 for v in vals):
+        raise UserError("--level-costs must be finite and non-negative")
+    return np.array(vals)
+
+
+def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mesh: str | None = None,
+          coords: str | None = None, switches: str | None = None, level_costs: str | None = None,
+          ranks_per_node: int | None = None, oversubscribe: int = 1) -> Machine:
+    if not hosts:
+        raise UserError("empty node list")
+    topos = parse_topologies(topo_specs, hosts)
+    if sum(x is not None for x in (torus, mesh, switches)) > 1:
+        raise UserError("choose one network: --torus, --mesh or --switch-tree")
+    if coords and not (torus or mesh):
+        raise UserError("--coords needs --torus or --mesh")
+    network = None
+    if torus or mesh:
+        network = torus_from(torus or mesh, hosts, coords, mesh=bool(mesh))
+    elif switches:
+        network = switch_tree(switches, len(hosts))
+    if oversubscribe < 1:
+        raise UserError("--oversubscribe must be >= 1")
+
+    numa_level = any(t.numa_per_package > 1 for t in topos)
+    if isinstance(network, SwitchTree):
+        net_names = [f"switch{i}" for i in range(len(network.arities) - 1)] + ["node"]
+    else:
+        net_names = ["node"]
+    names = net_names + ["package"] + (["numa"] if numa_level else []) + ["core"]
+    costs = parse_level_costs(level_costs, names)
+    node_level = names.index("node")
+
+    slot_node, slot_core = [], []
+    for n, t in enumerate(topos):
+        cores = _cores_used(t, ranks_per_node)
+        for c in cores:
+            slot_node += [n] * oversubscribe
+            slot_core += [c] * oversubscribe
+    slot_node = np.array(slot_node, dtype=np.int64)
+    slot_core = np.array(slot_core, dtype=np.int64)
+    maxc = max(t.cores for t in topos)
+    cols = []
+    if isinstance(network, SwitchTree):
+        cols += [network.groups[slot_node, l] for l in range(network.groups.shape[1])]
+    else:
+        cols.append(slot_node)
+    pkg = np.array([topos[n].core_package[c] for n, c in zip(slot_node, slot_core)], dtype=np.int64)
+    cols.append(slot_node * maxc + pkg)
+    if numa_level:
+        numa = np.array([topos[n].core_numa[c] for n, c in zip(slot_node, slot_core)], dtype=np.int64)
+        cols.append(slot_node * maxc + numa)
+    cols.append(slot_node * maxc + slot_core)
+    lvl = np.stack(cols, axis=1)
+    acc = np.concatenate([np.cumsum(costs[::-1])[::-1], [0.0]])
+    return Machine(hosts=list(hosts), topos=topos, network=network, level_names=names, level_costs=costs,
+                   node_level=node_level, slot_node=slot_node, slot_core=slot_core, lvl=lvl, acc=acc)
+
+
+def _cores_used(t, ranks_per_node: int | None) -> list[int]:
+    if ranks_per_node is None or ranks_per_node >= t.cores:
+        if ranks_per_node is not None and ranks_per_node > t.cores:
+            raise UserError(f"--ranks-per-node {ranks_per_node} exceeds the {t.cores} cores of a node "
+                            f"({t.spec}); use --oversubscribe")
+        return list(range(t.cores))
+    if ranks_per_node < 1:
+        raise UserError("--ranks-per-node must be >= 1")
+    # spread over packages (and NUMA nodes): round-robin over them, lowest cores first
+    groups = {}
+    for c in range(t.cores):
+        groups.setdefault((t.core_package[c], t.core_numa[c]), []).append(c)
+    queues = list(groups.values())
+    chosen = []
+    i = 0
+    while len(chosen) < ranks_per_node:
+        q = queues[i % len(queues)]
+        if q:
+            chosen.append(q.pop(0))
+        i += 1
+    return sorted(chosen)

@@ -1,0 +1,100 @@
+"""Bridge to the C local search (csrc/refine/refine.c) and its cost function."""
+from __future__ import annotations
+
+import ctypes as C
+from functools import lru_cache
+
+import numpy as np
+
+from mapper.graph import Graph
+from mapper.machine import Machine
+from mapper.network import Torus
+from profiler import native
+
+P64 = C.POINTER(C.c_int64)
+PD = C.POINTER(C.c_double)
+
+
+class _Problem(C.Structure):
+    _fields_ = [("n", C.c_int64), ("xadj", P64), ("adj", P64), ("w", PD), ("nslots", C.c_int64),
+                ("nlevels", C.c_int32), ("node_level", C.c_int32), ("lvl", P64), ("acc", PD),
+                ("ndims", C.c_int32), ("dims", P64), ("wrap", C.POINTER(C.c_uint8)), ("coords", P64),
+                ("hop_cost", C.c_double), ("cand_level", C.c_int32), ("grp_of_slot", P64),
+                ("grp_ptr", P64), ("grp_slots", P64), ("ngroups", C.c_int64),
+                ("nglev", C.c_int32), ("glev", P64), ("gptr", P64), ("gslot", P64)]
+
+
+@lru_cache(maxsize=None)
+def _lib():
+    lib = C.CDLL(str(native.artifact("refine")))
+    lib.rm_cost.restype = C.c_double
+    lib.rm_cost.argtypes = [C.POINTER(_Problem), P64]
+    lib.rm_refine.restype = C.c_int64
+    lib.rm_refine.argtypes = [C.POINTER(_Problem), P64, C.c_uint64, C.c_double, C.c_int64, C.c_int32, PD]
+    lib.rm_tabu.restype = C.c_int64
+    lib.rm_tabu.argtypes = [C.POINTER(_Problem), P64, C.c_uint64, C.c_double, PD]
+    return lib
+
+
+def _p(a, t=P64):
+    return a.ctypes.data_as(t)
+
+
+class Problem:
+    """Graph + machine in the layout the C code reads (the arrays stay alive with it)."""
+
+    def __init__(self, graph: Graph, machine: Machine):
+        W = graph.W
+        self.keep = []
+
+        def arr(x, dtype=np.int64):
+            a = np.ascontiguousarray(x, dtype=dtype)
+            self.keep.append(a)
+            return a
+        xadj, adj, w = arr(W.indptr), arr(W.indices), arr(W.data, np.float64)
+        lvl, acc = arr(machine.lvl), arr(machine.acc, np.float64)
+        torus = isinstance(machine.network, Torus)
+        dims = arr(machine.network.dims if torus else [1])
+        wrap = arr(machine.network.wrap if torus else [0], np.uint8)
+        coords = arr(machine.network.coords[machine.slot_node] if torus else np.zeros((1, 1)))
+        cand = machine.lvl.shape[1] - 2 if machine.lvl.shape[1] >= 2 else 0
+        _, grp = np.unique(machine.lvl[:, cand], return_inverse=True)
+        grp = arr(grp)
+        order = np.argsort(grp, kind="stable")
+        ptr = arr(np.concatenate([[0], np.cumsum(np.bincount(grp))]))
+        gslots = arr(order)
+        # the groups of every level above the cores, for subtree exchanges
+        glev, gptr, gslot = [0], [0], []
+        for lv in range(machine.lvl.shape[1] - 1):
+            ids = machine.lvl[:, lv]
+            order = np.lexsort((np.arange(machine.nslots), ids))
+            _, counts = np.unique(ids[order], return_counts=True)
+            gslot.append(order)
+            gptr.extend((gptr[-1] + np.cumsum(counts)).tolist())
+            glev.append(glev[-1] + len(counts))
+        glev, gptr = arr(glev), arr(gptr)
+        gslot = arr(np.concatenate(gslot) if gslot else [0])
+        self.s = _Problem(graph.n, _p(xadj), _p(adj), _p(w, PD), machine.nslots, machine.lvl.shape[1],
+                          machine.node_level, _p(lvl), _p(acc, PD), len(dims) if torus else 0, _p(dims),
+                          wrap.ctypes.data_as(C.POINTER(C.c_uint8)), _p(coords),
+                          float(machine.level_costs[machine.node_level]), cand, _p(grp), _p(ptr), _p(gslots),
+                          len(ptr) - 1, len(glev) - 1, _p(glev), _p(gptr), _p(gslot))
+
+    def cost(self, slot_of_rank: np.ndarray) -> float:
+        s = np.ascontiguousarray(slot_of_rank, dtype=np.int64)
+        return float(_lib().rm_cost(C.byref(self.s), _p(s)))
+
+    def tabu(self, slot_of_rank: np.ndarray, seed: int, time_limit: float) -> tuple[np.ndarray, float, int]:
+        """Robust tabu search (small machines: memory and time grow with slots^2)."""
+        s = np.ascontiguousarray(slot_of_rank, dtype=np.int64).copy()
+        out = C.c_double()
+        its = _lib().rm_tabu(C.byref(self.s), _p(s), int(seed), float(time_limit), C.byref(out))
+        return s, float(out.value), int(its)
+
+    def refine(self, slot_of_rank: np.ndarray, seed: int, time_limit: float, max_passes: int = 1000,
+               ils: bool = True) -> tuple[np.ndarray, float, int]:
+        s = np.ascontiguousarray(slot_of_rank, dtype=np.int64).copy()
+        out = C.c_double()
+        passes = _lib().rm_refine(C.byref(self.s), _p(s), int(seed), float(time_limit), int(max_passes),
+                                  int(ils), C.byref(out))
+        return s, float(out.value), int(passes)
