@@ -9,9 +9,10 @@ import sys
 import click
 from rich.console import Console
 
+from mapper.options import machine_options
 from profiler.errors import UserError
 
-console = Console(highlight=False)
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False)
 
 
@@ -110,6 +111,92 @@ def libpath(kind, mpi):
     """Print the path of a built library (for LD_PRELOAD or linking)."""
     from profiler.native import artifact
     click.echo(str(artifact(kind, mpi)))
+
+
+def _traffic_options(f):
+    f = click.option("--allow-partial", is_flag=True, help="Use a partial profile (a rank died) anyway.")(f)
+    f = click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL",
+                     help="How a profile's collectives become pairs: auto, binomial, recursive-doubling, ring, "
+                     "linear, kchain[:K], none.")(f)
+    f = click.option("--format", "fmt", default="auto", show_default=True,
+                     help="Traffic format: auto, profile, mpip, csv, treematch, amfch, ompi, mtx, npz, metis.")(f)
+    return f
+
+
+@cli.command("map")
+@click.argument("matrix", type=click.Path())
+@_traffic_options
+@machine_options
+@click.option("--algorithm", default="metis", show_default=True,
+              type=click.Choice(["metis", "scotch", "greedy", "random", "block", "cyclic"]))
+@click.option("--seed", default=0, show_default=True, help="Seed: the same seed gives the same mapping.")
+@click.option("--tries", default=3, show_default=True, help="Partitionings with different seeds (at least).")
+@click.option("--time-limit", type=float, metavar="S",
+              help="Safety cap on the search in seconds; when it bites, the result depends on the machine's speed.")
+@click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
+@click.option("--fill", type=click.Choice(["packed", "spread"]), default="packed", show_default=True,
+              help="With fewer ranks than slots: fill subtrees in order, or in proportion.")
+@click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
+              show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
+@click.option("--out", required=True, metavar="DIR", help="Mapping directory to write.")
+@click.option("--force", is_flag=True, help="Replace an existing mapping directory.")
+@click.option("--plots", is_flag=True, help="Also write PNG plots (heatmap in mapped order; torus link loads).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limit, no_refine, fill, mode, out, force,
+            plots, as_json, **mopts):
+    """Map the ranks of MATRIX (a profile run directory or a traffic file) onto a machine
+    and write hostfile, binding.txt, rankfile, machinefile and report.json into --out."""
+    from mapper.mapping import run_map
+    rep = run_map(matrix, fmt=fmt, model=model, allow_partial=allow_partial, mopts=mopts, algorithm=algorithm,
+                  seed=seed, tries=tries, time_limit=time_limit, refine=not no_refine, fill=fill, mode=mode,
+                  out=out, force=force, plots_on=plots, console=None if as_json else console)
+    if as_json:
+        import json
+        click.echo(json.dumps(rep, indent=2))
+
+
+@cli.command()
+@click.argument("matrix", type=click.Path())
+@click.argument("mappings", nargs=-1, required=True, type=click.Path())
+@_traffic_options
+@machine_options
+@click.option("--seed", default=0, show_default=True, help="Seed of the random baseline.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--plots", metavar="DIR", help="Write PNG plots (heatmaps in mapped order, torus link loads) into DIR.")
+def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, **mopts):
+    """Metrics of MAPPINGS (mapping directories, binding files or hostfiles) for the traffic
+    MATRIX, next to block, cyclic and random."""
+    from mapper.mapping import run_evaluate
+    res = run_evaluate(matrix, mappings, fmt=fmt, model=model, allow_partial=allow_partial, mopts=mopts, seed=seed,
+                       plots_dir=plots, console=None if as_json else console)
+    if as_json:
+        import json
+        click.echo(json.dumps(res, indent=2))
+
+
+@cli.command()
+@click.argument("src", type=click.Path())
+@click.argument("dst", type=click.Path())
+@click.option("--from", "fmt", default="auto", show_default=True, help="Input format (see map --format).")
+@click.option("--to", "to", default="auto", show_default=True,
+              help="Output format: metis (graph.txt), mtx, csv, npz, treematch (default: from the extension).")
+@click.option("--units", type=click.Choice(["bytes", "words"]), default="bytes", show_default=True,
+              help="Edge weights in bytes, or in 64-bit words as the Angara statistics count them.")
+@click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL")
+@click.option("--allow-partial", is_flag=True)
+@click.option("--force", is_flag=True, help="Replace DST if it exists.")
+def convert(src, dst, fmt, to, units, model, allow_partial, force):
+    """Convert traffic between formats; a METIS graph holds the symmetric CSR graph
+    W = M + M^T (diagonal dropped) with integer edge weights."""
+    from pathlib import Path
+    from profiler.formats import write
+    from profiler.traffic import load_traffic
+    d = Path(dst)
+    if d.exists() and not force:
+        raise UserError(f"{d} exists; pass --force to replace it")
+    t = load_traffic(src, fmt, model, allow_partial)
+    used = write(t, d, to, units)
+    console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
 
 
 @cli.command()

@@ -140,10 +140,18 @@ class SwitchTree:
         return np.concatenate(up + down)
 
 
-def torus_from(dims_text: str, hosts: list[str], coords_file: str | None, mesh: bool = False) -> Torus:
+def torus_from(dims_text: str, hosts: list[str], coords_file: str | dict | None, mesh: bool = False) -> Torus:
+    """coords_file: a file (`host x y z` lines), a {host: [x, y, z]} mapping, or None."""
     dims = parse_dims(dims_text, "mesh" if mesh else "torus")
     n = len(hosts)
-    if coords_file:
+    if isinstance(coords_file, dict):
+        missing = [h for h in hosts if h not in coords_file]
+        if missing:
+            raise UserError(f"no torus coordinates for host {missing[0]}")
+        coords = np.array([coords_file[h] for h in hosts], dtype=np.int64)
+        if coords.shape[1] != len(dims) or (coords < 0).any() or (coords >= np.array(dims)).any():
+            raise UserError(f"torus coordinates do not fit a {'x'.join(map(str, dims))} torus")
+    elif coords_file:
         coords = _read_coords(Path(coords_file), hosts, dims)
     else:
         if n > int(np.prod(dims)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pymetis
 import scipy.sparse as sp
+from scipy.optimize import linear_sum_assignment
 
 from mapper.graph import Graph
 from mapper.machine import Machine, TreeNode
@@ -85,31 +86,81 @@ def repair(sub: sp.csr_matrix, part: np.ndarray, targets: list[int]) -> np.ndarr
 
 def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill: str = "packed",
                  ranks: np.ndarray | None = None) -> np.ndarray:
-    """slot_of_rank for the ranks (default all) placed under `root`."""
+    """slot_of_rank for the ranks (default all) placed under `root`.
+
+    The tree is processed breadth-first, so that when a subtree's ranks are split every
+    other rank already sits in some subtree of the same depth; the parts are then given to
+    the children (Hungarian method among children of equal capacity) so that each part
+    lands nearest the ranks it talks to outside (dual recursive bipartitioning)."""
     ranks = np.arange(graph.n) if ranks is None else ranks
     slot = np.full(graph.n, -1, dtype=np.int64)
+    where = np.full(graph.n, root.slots[0], dtype=np.int64)   # a representative slot of each rank's subtree
     W = graph.W
-    stack = [(ranks, root, 0)]
-    while stack:
-        rk, node, depth = stack.pop()
-        if not node.children or all(not c.children for c in node.children) and _same_cost(machine, node):
-            slot[rk] = node.slots[: len(rk)]   # equivalent slots: keep the order
-            continue
-        caps = [c.capacity for c in node.children]
-        targets = target_sizes(len(rk), caps, fill)
-        live = [i for i, t in enumerate(targets) if t > 0]
-        if len(live) == 1:
-            stack.append((rk, node.children[live[0]], depth + 1))
-            continue
-        sub = W[rk][:, rk].tocsr()
-        tl = [targets[i] for i in live]
-        if sub.nnz == 0 or len(rk) <= len(live):
-            part = np.repeat(np.arange(len(live)), tl)        # nothing to gain: keep the order
-        else:
-            part = _metis_split(sub, graph.metis_weights(sub), tl, seed + 7919 * depth)
-        for j, i in enumerate(live):
-            stack.append((rk[part == j], node.children[i], depth + 1))
+    level = [(ranks, root)]
+    depth = 0
+    while level:
+        nxt = []
+        for rk, node in level:
+            if not node.children or all(not c.children for c in node.children) and _same_cost(machine, node):
+                slot[rk] = node.slots[: len(rk)]   # equivalent slots: keep the order
+                where[rk] = slot[rk]
+                continue
+            caps = [c.capacity for c in node.children]
+            targets = target_sizes(len(rk), caps, fill)
+            live = [i for i, t in enumerate(targets) if t > 0]
+            if len(live) == 1:
+                nxt.append((rk, node.children[live[0]]))
+                continue
+            rows = W[rk].tocsr()
+            sub = rows[:, rk].tocsr()
+            tl = [targets[i] for i in live]
+            if sub.nnz == 0 or len(rk) <= len(live):
+                part = np.repeat(np.arange(len(live)), tl)        # nothing to gain: keep the order
+            else:
+                part = _metis_split(sub, graph.metis_weights(sub), tl, seed + 7919 * depth)
+            kids = _orient(rows, rk, part, [node.children[i] for i in live], tl, where, machine)
+            for j, child in enumerate(kids):
+                members = rk[part == j]
+                where[members] = child.slots[0]
+                nxt.append((members, child))
+        level = nxt
+        depth += 1
     return slot
+
+
+def _orient(rows: sp.csr_matrix, rk: np.ndarray, part: np.ndarray, children: list, sizes: list, where: np.ndarray,
+            machine: Machine) -> list:
+    """Which child each part goes to: among children of the same size, the assignment that
+    puts the parts' traffic with ranks outside this subtree over the shortest distances.
+    rows: the traffic rows of the ranks rk."""
+    k = len(children)
+    if len(set(sizes)) == len(sizes):
+        return children                           # no two children of one size: nothing to choose
+    inside = np.zeros(rows.shape[1], bool)
+    inside[rk] = True
+    coo = rows.tocoo()
+    ext = ~inside[coo.col]
+    if not ext.any():
+        return children
+    src_part = part[coo.row[ext]]
+    # destinations are few distinct representative slots: distances per representative
+    reps, inv = np.unique(where[coo.col[ext]], return_inverse=True)
+    w = coo.data[ext]
+    heads = np.array([c.slots[0] for c in children])
+    d = machine.distance(np.repeat(heads, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
+    if (d == d[0]).all():                         # every child is as far from the rest: keep the order
+        return children
+    cost = np.stack([np.bincount(src_part, weights=w * d[j][inv], minlength=k) for j in range(k)], axis=1)
+    assign = list(range(k))
+    by_size = {}
+    for j, sz in enumerate(sizes):
+        by_size.setdefault(sz, []).append(j)
+    for group in by_size.values():               # parts can only trade children of their own size
+        if len(group) > 1:
+            r, c = linear_sum_assignment(cost[np.ix_(group, group)])
+            for a, b in zip(r, c):
+                assign[group[a]] = group[b]
+    return [children[assign[j]] for j in range(k)]
 
 
 def _same_cost(machine: Machine, node: TreeNode) -> bool:

@@ -50,3 +50,27 @@ def heatmap(matrix: sp.spmatrix, path: str | Path, title: str, order: np.ndarray
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def torus_loads(machine, loads: np.ndarray, path: str | Path, title: str) -> Path:
+    """Per-link load on a torus: one panel per dimension; each panel is the nodes laid out
+    as (first dimension x the others) with the sum of the + and - links leaving them."""
+    net = machine.network
+    L = loads.reshape(net.positions, len(net.dims), 2)
+    ndim = len(net.dims)
+    fig, axes = plt.subplots(1, ndim, figsize=(4 * ndim, 3.4), dpi=110, squeeze=False)
+    vmax = max(L.sum(axis=2).max(), 1.0)
+    for d in range(ndim):
+        img = L[:, d, :].sum(axis=1).reshape(int(np.prod(net.dims[1:])), net.dims[0]) if ndim > 1 else \
+            L[:, d, :].sum(axis=1)[None, :]
+        ax = axes[0, d]
+        im = ax.imshow(img, cmap="magma", vmin=0, vmax=vmax, aspect="auto", interpolation="nearest")
+        ax.set_title(f"dimension {d} links")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y + Y*z ..." if ndim > 1 else "")
+    fig.colorbar(im, ax=axes.ravel().tolist(), label="bytes (+ and - links)")
+    fig.suptitle(f"{title}: max {L.max():.3g} B on one directed link")
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -36,9 +36,22 @@ class Result:
 TABU_SLOTS = 256   # up to this many slots the tabu search (O(slots^2) memory and steps) is used
 
 
-def default_time_limit(n: int) -> float:
-    """Search budget: 0.25 s up to 10^3 ranks, 0.5 s at 10^4, 4 s at 10^5, 40 s at 10^6."""
-    return max(0.25, 0.06 + 4e-5 * n)
+@dataclass
+class Effort:
+    """How much search: fixed amounts of work, so that a seed always gives the same mapping
+    (the time limit is only a safety cap; the result says when it cut the search short)."""
+    starts: int            # partitionings with different seeds
+    ils_rounds: int        # kicks of iterated local search on the best
+    tabu_iters: int        # iterated tabu search steps on the best (small machines)
+    refine_defaults: bool  # also descend from block / cyclic (the input order always)
+
+
+def effort(n: int, nslots: int) -> Effort:
+    """Small machines get the thorough search (quality races are won there); large ones a
+    single partitioning and a descent, to keep mapping time near linear in the traffic."""
+    if nslots <= TABU_SLOTS:
+        return Effort(16, 0, int(min(20000, max(2000, 3e7 / nslots ** 2))), True)
+    return Effort(1, 0, 0, False)
 
 
 def check_fits(n: int, machine: Machine) -> None:
@@ -49,7 +62,8 @@ def check_fits(n: int, machine: Machine) -> None:
 
 def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: int = 0, tries: int = 3,
           time_limit: float | None = None, refine: bool = True, fill: str = "packed",
-          graph: Graph | None = None) -> Result:
+          graph: Graph | None = None, quick: bool = False) -> Result:
+    """quick: one start and a short search (comparing candidate allocations)."""
     if algorithm not in ALGORITHMS:
         raise UserError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     t0 = time.monotonic()
@@ -62,7 +76,10 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         notes.append(f"the traffic graph is disconnected: {comps} group(s) of communicating ranks"
                      + (f", {isolated} rank(s) exchange nothing" if isolated else "") + "; each is mapped anyway")
     prob = Problem(graph, machine)
-    budget = default_time_limit(n) if time_limit is None else time_limit
+    work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots)
+    cap = 1e9 if time_limit is None else time_limit
+    deadline = time.monotonic() + cap
+    timed_out = False
 
     defaults = {"block": baselines.block(n, machine), "cyclic": baselines.cyclic(n, machine)}
     placed = baselines.from_placement(traffic.placement, machine)
@@ -70,11 +87,10 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         defaults["input"] = placed
     default_costs = {k: prob.cost(v) for k, v in defaults.items()}
 
-    # Starts: the algorithm's own mappings (several seeds), and the default orders. Each
-    # descends to a local minimum; METIS starts keep coming (new seeds, at least `tries`)
-    # while half the budget lasts, since on small machines the basin a start falls into
-    # matters more than the search after it; the best then gets the rest of the budget
-    # for iterated local search.
+    # Starts: the algorithm's own mappings (several seeds: on small machines the basin a start
+    # falls into matters more than the search after it) and the default orders. Each descends
+    # to a local minimum; the best then gets iterated tabu search (small machines) or
+    # iterated local search.
     search = refine and algorithm not in ("random", "block", "cyclic")
     root = machine.tree() if algorithm == "metis" else None
 
@@ -91,19 +107,19 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             return "random", baselines.random(n, machine, sd), sd
         return algorithm, defaults[algorithm].copy(), sd
 
-    fixed = [make(t) for t in range(max(1, tries) if algorithm in ("metis", "scotch") else 1)]
+    nstarts = (max(tries, work.starts) if work.starts > 1 and not quick else 1) if algorithm == "metis" \
+        else max(1, tries) if algorithm == "scotch" else 1
+    starts = [make(t) for t in range(nstarts)]
     if search:
         # the default orders refined are candidates too: structured codes often start close to them
-        fixed += [(f"{k}+refine", v.copy(), seed) for k, v in defaults.items()]
+        starts += [(f"{k}+refine", v.copy(), seed) for k, v in defaults.items()
+                   if work.refine_defaults or k == "input"]
     candidates = {}
     best = None
-    deadline = time.monotonic() + budget
-    half = time.monotonic() + budget / (4 if machine.nslots <= TABU_SLOTS else 2)
-
-    def run(name, s, sd):
-        nonlocal best
+    for name, s, sd in starts:
         if search:
-            s, c, _ = prob.refine(s, sd, max(0.0, half - time.monotonic()), ils=False)
+            s, c, cut = prob.refine(s, sd, 0, max(0.0, deadline - time.monotonic()))
+            timed_out |= cut
             label = name if name.endswith("+refine") else f"{name}+refine"
         else:
             c, label = prob.cost(s), name
@@ -111,22 +127,18 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         candidates[key] = c
         if best is None or c < best[1] - 1e-12 * abs(best[1]):
             best = (key, c, s, sd)
-
-    for start in fixed:
-        run(*start)
-    t = len(fixed)
-    while search and algorithm == "metis" and time.monotonic() < half and n <= 20000:
-        run(*make(t))
-        t += 1
-    if search and machine.nslots <= TABU_SLOTS:
-        # small machines: a quadratic assignment problem of m slots; iterated tabu search
-        s, c, _ = prob.tabu(best[2], best[3] + 104729, max(0.0, deadline - time.monotonic()))
-    elif search and n <= 5000:
-        s, c, _ = prob.refine(best[2], best[3] + 104729, max(0.0, deadline - time.monotonic()), ils=True)
-    if search and n <= 5000:
+    if search and (work.tabu_iters or work.ils_rounds):
+        left = max(0.0, deadline - time.monotonic())
+        if work.tabu_iters:
+            s, c, cut = prob.tabu(best[2], best[3] + 104729, work.tabu_iters, left)
+        else:
+            s, c, cut = prob.refine(best[2], best[3] + 104729, work.ils_rounds, left)
+        timed_out |= cut
         if c < best[1]:
             best = (best[0], c, s, best[3])
             candidates[best[0]] = c
+    if timed_out:
+        notes.append(f"the time limit ({cap:g} s) cut the search short: the result depends on the machine's speed")
     best = best[:3]
     chosen, cost, slot = best
     fell_back = False

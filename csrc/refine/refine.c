@@ -131,7 +131,8 @@ static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
 #define ILS_SLACK 0.001 /* accept a kicked descent up to 0.1 % worse than the current one */
 #endif
 
-static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs, double deadline);
+static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs, double deadline,
+                    double *gained, double *wn);
 
 /* cost of the edges touching the ranks in `mem` (edges inside the set counted once) */
 static double set_cost(const rm_problem *p, const int64_t *slot, const int64_t *mem, int64_t m, const uint8_t *in)
@@ -223,7 +224,7 @@ static void slot_swap(int64_t *slot, int64_t *occ, int64_t x, int64_t y)
 }
 
 #define KL_MAX_GROUP 64
-#define KL_MAX_RANKS 4096
+#define KL_MAX_RANKS 256 /* beyond this the tabu search's machines are left behind and KL's cost grows fast */
 
 /* Kernighan-Lin between two groups: take the best exchange even when it loses, lock the
  * two slots, repeat; keep the best prefix. Escapes balanced partitions where every single
@@ -285,16 +286,21 @@ static int64_t kl_levels(const rm_problem *p, int64_t *slot, int64_t *occ, uint8
     return improved;
 }
 
-/* descend with single moves, then subtree exchanges, until neither helps */
+/* descend with single moves, then subtree exchanges (and KL on small machines), until none helps */
 static int64_t descend(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs,
-                       double deadline, int64_t max_passes, int64_t *mem, uint8_t *in)
+                       double deadline, int64_t max_passes, int64_t *mem, uint8_t *in, double *wn)
 {
     int64_t passes = 0;
+    double cost = rm_cost(p, slot);
     for (;;) {
         while (passes < max_passes && now() < deadline) {
             passes++;
-            if (pass(p, slot, occ, order, rs, deadline) == 0)
+            double g = 0;
+            /* on large machines a pass that gains less than 0.1 % of the cost ends the descent: on irregular
+             * graphs the tail of tiny moves costs more time than it returns */
+            if (pass(p, slot, occ, order, rs, deadline, &g, wn) == 0 || (p->n > 256 && g < 1e-3 * cost))
                 break;
+            cost -= g;
         }
         if (!mem || passes >= max_passes || now() > deadline)
             return passes;
@@ -304,10 +310,31 @@ static int64_t descend(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t
     }
 }
 
-/* one pass over the ranks in a random order; returns the number of improving moves */
-static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs, double deadline)
+/* gain of moving rank i (cost base_i where it sits, partner weights in wn[]) to slot t */
+static inline double fast_gain(const rm_problem *p, const int64_t *slot, const int64_t *occ, int64_t i, double base_i,
+                               const double *wn, int64_t t)
+{
+    int64_t si = slot[i], j = occ[t];
+    if (t == si)
+        return 0.0;
+    if (j < 0)
+        return base_i - vcost(p, slot, i, t, -1);
+    /* swap with j (at t). Leaving the i-j edge out on both sides (its cost does not change):
+     *   i: base_i - w_ij D(si,t)  ->  vcost(i, t)      (which sees j at t, distance 0)
+     *   j: vcost(j, t) - w_ij D(si,t)  ->  vcost(j, si)  (which sees i at si, distance 0) */
+    double wij = wn[j], wd = wij != 0.0 ? wij * dist(p, si, t) : 0.0;
+    return (base_i - wd - vcost(p, slot, i, t, -1)) + (vcost(p, slot, j, t, -1) - wd - vcost(p, slot, j, si, -1));
+}
+
+/* one pass over the ranks in a random order; returns the number of improving moves and
+ * adds their total gain to *gained. wn: scratch of n doubles, zero on entry and exit
+ * (the current rank's partner weights, for O(1) lookups). */
+static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *order, uint64_t *rs, double deadline,
+                    double *gained, double *wn)
 {
     int64_t moves = 0;
+    /* large machines: fewer candidates per rank keep a pass near linear in the edges */
+    int top_n = p->n > 2000 ? 4 : TOP_NEIGHBOURS, per_group = p->n > 2000 ? 4 : PER_GROUP;
     for (int64_t k = p->n - 1; k > 0; k--) { /* Fisher-Yates */
         int64_t r = (int64_t)(rng_next(rs) % (uint64_t)(k + 1)), tmp = order[k];
         order[k] = order[r], order[r] = tmp;
@@ -316,10 +343,13 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
         if ((idx & 1023) == 0 && now() > deadline)
             break;
         int64_t i = order[idx], best_t = -1;
-        double best = 1e-9 * (1.0 + vcost(p, slot, i, slot[i], -1)); /* relative threshold: no churn on ties */
+        for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++)
+            wn[p->adj[e]] = p->w[e];
+        double base_i = vcost(p, slot, i, slot[i], -1);
+        double best = 1e-9 * (1.0 + base_i); /* relative threshold: no churn on ties */
         if (p->nslots <= FULL_LIMIT) {
             for (int64_t t = 0; t < p->nslots; t++) {
-                double g = gain(p, slot, occ, i, t);
+                double g = fast_gain(p, slot, occ, i, base_i, wn, t);
                 if (g > best)
                     best = g, best_t = t;
             }
@@ -329,10 +359,10 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
             int nt = 0;
             for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++) {
                 int q;
-                if (nt < TOP_NEIGHBOURS)
+                if (nt < top_n)
                     q = nt++;
-                else if (p->w[e] > p->w[top[TOP_NEIGHBOURS - 1]])
-                    q = TOP_NEIGHBOURS - 1;
+                else if (p->w[e] > p->w[top[top_n - 1]])
+                    q = top_n - 1;
                 else
                     continue;
                 for (; q > 0 && p->w[top[q - 1]] < p->w[e]; q--)
@@ -343,25 +373,30 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
                 int64_t g = p->grp_of_slot[slot[p->adj[top[q]]]];
                 int64_t a = p->grp_ptr[g], b = p->grp_ptr[g + 1], len = b - a;
                 int64_t start = len ? (int64_t)(rng_next(rs) % (uint64_t)len) : 0;
-                for (int64_t c = 0; c < len && c < PER_GROUP; c++) {
+                for (int64_t c = 0; c < len && c < per_group; c++) {
                     int64_t t = p->grp_slots[a + (start + c) % len];
-                    double gg = gain(p, slot, occ, i, t);
+                    double gg = fast_gain(p, slot, occ, i, base_i, wn, t);
                     if (gg > best)
                         best = gg, best_t = t;
                 }
             }
         }
+        for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++)
+            wn[p->adj[e]] = 0.0;
         if (best_t >= 0) {
             apply(slot, occ, i, best_t);
             moves++;
+            *gained += best;
         }
     }
     return moves;
 }
 
-/* Improve slot_of_rank in place. Returns the number of passes run. */
+/* Improve slot_of_rank in place: descent, then `ils_rounds` rounds of iterated local
+ * search. Work limits make the result depend only on the seed; the time limit is a safety
+ * cap (*timed_out says whether it cut the search short). Returns the number of passes. */
 int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, int64_t max_passes,
-                  int32_t ils, double *cost_out)
+                  int64_t ils_rounds, double *cost_out, int32_t *timed_out)
 {
     double deadline = now() + time_limit;
     uint64_t rs = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
@@ -374,6 +409,7 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
     if (!occ || !order || !best) {
         free(occ), free(order), free(best);
         *cost_out = rm_cost(p, slot_of_rank);
+        *timed_out = 0;
         return -1;
     }
     for (int64_t t = 0; t < p->nslots; t++)
@@ -384,16 +420,24 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
     }
     /* subtree exchanges touch at most two groups: scratch sized for the whole set is enough */
     int64_t *mem = NULL;
-    /* scratch: `in` doubles as the KL lock array (2 groups), `mem` as its swap sequence */
-    int64_t scratch = n + 2 * KL_MAX_GROUP + 2;
+    /* scratch: subtree exchanges need the ranks of two groups and a mark per rank; KL
+     * reuses `in` as its lock array (two groups) and `mem` as its swap sequence */
+    int64_t scratch = n + 4 * KL_MAX_GROUP + 2;
     free(mem);
-    mem = p->nglev ? malloc(sizeof(int64_t) * (size_t)(scratch > 4 * KL_MAX_GROUP ? scratch : 4 * KL_MAX_GROUP)) : NULL;
+    mem = p->nglev ? malloc(sizeof(int64_t) * (size_t)scratch) : NULL;
     uint8_t *in = p->nglev ? calloc((size_t)scratch, 1) : NULL;
     if (!in) {
         free(mem);
         mem = NULL;
     }
-    int64_t passes = descend(p, slot_of_rank, occ, order, &rs, deadline, max_passes, mem, in);
+    double *wn = calloc((size_t)n + 1, sizeof(double));
+    if (!wn) {
+        free(occ), free(order), free(best), free(mem), free(in);
+        *cost_out = rm_cost(p, slot_of_rank);
+        *timed_out = 0;
+        return -1;
+    }
+    int64_t passes = descend(p, slot_of_rank, occ, order, &rs, deadline, max_passes, mem, in, wn);
     double best_cost = rm_cost(p, slot_of_rank), cur_cost = best_cost;
     memcpy(best, slot_of_rank, sizeof(int64_t) * (size_t)n);
     /* iterated local search: kick the current mapping, descend, and keep the result when it
@@ -403,13 +447,13 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
     int64_t *cur = malloc(sizeof(int64_t) * (size_t)(n + 1));
     if (cur)
         memcpy(cur, slot_of_rank, sizeof(int64_t) * (size_t)n);
-    while (ils && cur && n > 1 && now() < deadline) {
+    for (int64_t round = 0; round < ils_rounds && cur && n > 1 && now() < deadline; round++) {
         for (int64_t k = 0; k < kicks; k++) {
             int64_t i = (int64_t)(rng_next(&rs) % (uint64_t)n);
             int64_t t = (int64_t)(rng_next(&rs) % (uint64_t)p->nslots);
             apply(slot_of_rank, occ, i, t);
         }
-        passes += descend(p, slot_of_rank, occ, order, &rs, deadline, 50, mem, in);
+        passes += descend(p, slot_of_rank, occ, order, &rs, deadline, 50, mem, in, wn);
         double c = rm_cost(p, slot_of_rank);
         if (c < best_cost - 1e-9 * best_cost) {
             best_cost = c;
@@ -429,8 +473,10 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
     free(cur);
     free(mem);
     free(in);
+    free(wn);
     memcpy(slot_of_rank, best, sizeof(int64_t) * (size_t)n);
     *cost_out = best_cost;
+    *timed_out = now() >= deadline;
     free(occ), free(order), free(best);
     return passes;
 }
@@ -442,7 +488,8 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
  * best mapping ever seen); moving a rank back to a slot it left recently is tabu for a
  * random tenure around m; swap deltas are kept in an m x m table and updated in O(m^2)
  * per iteration (Taillard 1991, symmetric case). */
-int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, double *cost_out)
+int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, int64_t max_iters,
+                double *cost_out, int32_t *timed_out)
 {
     double deadline = now() + time_limit;
     int64_t m = p->nslots, n = p->n;
@@ -460,6 +507,7 @@ int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, doubl
     if (!F || !D || !delta || !perm || !bestp || !tabu || !used || !clsv) {
         free(F), free(D), free(delta), free(perm), free(bestp), free(tabu), free(used), free(clsv);
         *cost_out = rm_cost(p, slot_of_rank);
+        *timed_out = 0;
         return -1;
     }
     for (int64_t v = 0; v < n; v++)
@@ -512,7 +560,12 @@ int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, doubl
     /* measured on the reference matrices: short stalls and large kicks (3/8 of the slots)
      * find the deep basins far more often than gentle restarts */
     int64_t last_gain = 0, stall = 2 * m + 20, kick = 3 * m / 8 < 2 ? 2 : 3 * m / 8;
-    while (m > 2 && (it & 63 || now() < deadline)) {
+    int cut = 0;
+    while (m > 2 && it < max_iters) {
+        if ((it & 63) == 0 && now() >= deadline) {
+            cut = 1;
+            break;
+        }
         it++;
         if (it - last_gain > stall) {
             memcpy(perm, bestp, sizeof(int64_t) * (size_t)m);
@@ -580,6 +633,7 @@ int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, doubl
     for (int64_t v = 0; v < n; v++)
         slot_of_rank[v] = bestp[v];
     *cost_out = rm_cost(p, slot_of_rank);
+    *timed_out = cut;
     free(F), free(D), free(delta), free(perm), free(bestp), free(tabu), free(used), free(clsv);
     return it;
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Mapping time and peak memory at 10^3 .. 10^6 ranks (targets: 10^3 < 0.3 s, 10^4 < 2 s,
+10^5 < 20 s, 10^6 < 5 min on 2 cores; memory O(nnz)).
+
+Traffic: a 3-D 7-point stencil (ranks on a near-cubic grid, face-sized weights) and a
+random sparse graph (8 random partners per rank, random weights). Machine: nodes of
+2 packages x 16 cores on a near-cubic 3-D torus just big enough. Each case runs in a fresh
+process so that its peak memory (ru_maxrss) is its own; the time is the whole `solve`
+(partitioning + refinement, default effort), the baseline is block order.
+
+    .venv/bin/python bench/mapper_scaling.py [--sizes 1000,10000,100000,1000000] [--graphs stencil,random]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_S = {1000: 0.3, 10000: 2.0, 100000: 20.0, 1000000: 300.0}
+CORES_PER_NODE = 32
+
+
+def cube_dims(n: int, k: int = 3) -> tuple:
+    """Near-cubic k-D box with product >= n."""
+    dims = [1] * k
+    while True:
+        prod = 1
+        for d in dims:
+            prod *= d
+        if prod >= n:
+            return tuple(sorted(dims, reverse=True))
+        dims[dims.index(min(dims))] += 1
+
+
+def stencil(p: int):
+    import numpy as np
+    import scipy.sparse as sp
+    X, Y, Z = cube_dims(p)
+    idx = np.arange(p)
+    x, y, z = idx % X, (idx // X) % Y, idx // (X * Y)
+    rows, cols, vals = [], [], []
+    for dx, dy, dz, w in ((1, 0, 0, 8e4), (0, 1, 0, 8e4), (0, 0, 1, 8e4)):
+        nx, ny, nz = x + dx, y + dy, z + dz
+        j = nx + X * (ny + Y * nz)
+        ok = (nx < X) & (ny < Y) & (nz < Z) & (j < p)
+        rows += [idx[ok], j[ok]]
+        cols += [j[ok], idx[ok]]
+        vals += [np.full(ok.sum(), w)] * 2
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(p, p))
+
+
+def random_graph(p: int, deg: int = 8, seed: int = 1):
+    import numpy as np
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    r = np.repeat(np.arange(p), deg)
+    c = rng.integers(0, p, size=p * deg)
+    w = rng.integers(1, 1 << 20, size=p * deg).astype(float)
+    ok = r != c
+    return sp.csr_matrix((w[ok], (r[ok], c[ok])), shape=(p, p))
+
+
+def one(kind: str, p: int) -> dict:
+    """Runs in the child process."""
+    import resource
+    import time
+    sys.path.insert(0, str(ROOT))
+    from mapper import machine, solve
+    from profiler.traffic import Traffic
+    M = stencil(p) if kind == "stencil" else random_graph(p)
+    nodes = -(-p // CORES_PER_NODE)
+    dims = cube_dims(nodes)
+    hosts = [f"n{i}" for i in range(nodes)]
+    m = machine.build(hosts, ["pack:2 core:16"], torus="x".join(map(str, dims)))
+    t = Traffic(bytes=M, source=kind, format="synthetic")
+    t0 = time.monotonic()
+    res = solve.solve(t, m, seed=0)
+    secs = time.monotonic() - t0
+    return {"kind": kind, "ranks": p, "nnz": int(M.nnz), "nodes": nodes, "torus": "x".join(map(str, dims)),
+            "seconds": secs, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "cost_vs_block": res.cost / res.defaults["block"], "chosen": res.chosen}
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        print(json.dumps(one(sys.argv[2], int(sys.argv[3]))))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000,1000000")
+    ap.add_argument("--graphs", default="stencil,random")
+    args = ap.parse_args()
+    print(f"{'graph':8} {'ranks':>8} {'nnz':>9} {'torus':>9} {'seconds':>8} {'target':>7} {'peak MB':>8} "
+          f"{'MB/Mnnz':>8} {'cost/block':>10}")
+    ok = True
+    for kind in args.graphs.split(","):
+        for p in (int(x) for x in args.sizes.split(",")):
+            out = subprocess.run([sys.executable, __file__, "--child", kind, str(p)], capture_output=True, text=True,
+                                 env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            if out.returncode != 0:
+                print(f"{kind:8} {p:8d} failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
+                ok = False
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            tgt = TARGET_S.get(p)
+            good = tgt is None or r["seconds"] < tgt
+            ok &= good
+            print(f"{kind:8} {p:8d} {r['nnz']:9d} {r['torus']:>9} {r['seconds']:8.2f} "
+                  f"{(f'<{tgt:g}' if tgt else '-'):>7} {r['peak_mb']:8.0f} {r['peak_mb'] / (r['nnz'] / 1e6):8.0f} "
+                  f"{r['cost_vs_block']:10.3f} {'ok' if good else 'SLOW'}", flush=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

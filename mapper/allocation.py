@@ -1,0 +1,100 @@
+"""Which nodes to map onto.
+
+* same allocation: the nodes given (for a profile, by default the nodes the run had);
+* whole cluster: among the available nodes, choose a compact part of the network with
+  enough slots — on a torus the candidate sub-boxes (every shape and offset, with
+  wrap-around) that hold the ranks with the fewest nodes, the most compact first; each
+  of the best few is mapped quickly and the cheapest wins."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from mapper.machine import Machine
+from mapper.network import SwitchTree, Torus
+from profiler.errors import UserError
+
+CANDIDATES = 6
+
+
+def restrict(machine: Machine, nodes) -> Machine:
+    """The same machine reduced to some of its nodes (network coordinates kept)."""
+    from dataclasses import replace
+    nodes = np.asarray(sorted(set(int(x) for x in nodes)))
+    keep = np.isin(machine.slot_node, nodes)
+    remap = -np.ones(machine.nnodes, dtype=np.int64)
+    remap[nodes] = np.arange(len(nodes))
+    net = machine.network
+    if isinstance(net, Torus):
+        net = Torus(dims=net.dims, wrap=net.wrap, coords=net.coords[nodes])
+    elif isinstance(net, SwitchTree):
+        net = SwitchTree(arities=net.arities, groups=net.groups[nodes])
+    return replace(machine, hosts=[machine.hosts[k] for k in nodes], topos=[machine.topos[k] for k in nodes],
+                   network=net, slot_node=remap[machine.slot_node[keep]], slot_core=machine.slot_core[keep],
+                   lvl=machine.lvl[keep])
+
+
+def node_capacity(machine: Machine) -> np.ndarray:
+    return np.bincount(machine.slot_node, minlength=machine.nnodes)
+
+
+def candidate_node_sets(machine: Machine, nranks: int) -> list[np.ndarray]:
+    cap = node_capacity(machine)
+    if cap.sum() < nranks:
+        raise UserError(f"{nranks} ranks but the available nodes hold only {cap.sum()} slots")
+    net = machine.network
+    if isinstance(net, Torus):
+        return _torus_boxes(machine, cap, nranks)
+    if isinstance(net, SwitchTree):
+        return [_fill_switches(machine, cap, nranks)]
+    order = np.argsort(-cap, kind="stable")           # one switch: the fewest, biggest nodes
+    take = np.searchsorted(np.cumsum(cap[order]), nranks) + 1
+    return [np.sort(order[:take])]
+
+
+def _torus_boxes(machine: Machine, cap: np.ndarray, nranks: int) -> list[np.ndarray]:
+    net = machine.network
+    dims = net.dims
+    at = {tuple(c): k for k, c in enumerate(net.coords.tolist())}   # position -> available node
+    found = []
+    for shape in itertools.product(*(range(1, d + 1) for d in dims)):
+        vol = int(np.prod(shape))
+        if vol * cap.max() < nranks:
+            continue
+        for off in itertools.product(*(range(d) for d in dims)):
+            ranges = [[(o + i) % d for i in range(s)] for o, s, d in zip(off, shape, dims)]
+            nodes = [at[p] for p in itertools.product(*ranges) if p in at]
+            if cap[nodes].sum() < nranks:
+                continue
+            # fewest nodes first, then the most cubic box (smallest sum of extents)
+            found.append((len(nodes), sum(shape), vol, tuple(sorted(nodes))))
+        if len(found) > 20000:
+            break
+    if not found:
+        raise UserError("no sub-box of the torus holds enough available slots")
+    found.sort()
+    out, seen = [], set()
+    for _, _, _, nodes in found:
+        if nodes not in seen:
+            seen.add(nodes)
+            out.append(np.array(nodes))
+        if len(out) >= CANDIDATES:
+            break
+    return out
+
+
+def _fill_switches(machine: Machine, cap: np.ndarray, nranks: int) -> np.ndarray:
+    """Fill whole leaf switches, the fullest first, until the ranks fit."""
+    leaf = machine.network.groups[:, -2] if machine.network.groups.shape[1] >= 2 else np.zeros(machine.nnodes, int)
+    per = {}
+    for k, g in enumerate(leaf):
+        per.setdefault(int(g), []).append(k)
+    chosen, total = [], 0
+    for g in sorted(per, key=lambda g: -cap[per[g]].sum()):
+        for k in sorted(per[g], key=lambda k: -cap[k]):
+            chosen.append(k)
+            total += cap[k]
+            if total >= nranks:
+                return np.sort(np.array(chosen))
+    raise UserError("not enough available slots")

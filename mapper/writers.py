@@ -1,0 +1,139 @@
+"""The files a mapping is handed on with, and reading them back.
+
+A mapping directory holds:
+  hostfile      line i = host of rank i (Slurm: SLURM_HOSTFILE + srun -m arbitrary)
+  binding.txt   `rank host core[,core...]` per rank; cores are hwloc logical core
+                indices within the node (what the bind wrapper and --cpu-bind use)
+  rankfile      Open MPI: `rank i=host slot=package:core` (core counted within its package)
+  machinefile   MPICH Hydra: one `host:1` line per rank, in rank order
+  report.json   metrics of the mapping and of block / cyclic / random (/ input order)
+  machine.json  how to rebuild the machine (so that evaluate and srun need no options)
+The directory is written next to its final place and renamed into it: readers never see
+half a mapping, and an existing one is replaced only with --force."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from mapper.machine import Machine
+from profiler.errors import UserError
+
+FILES = ("hostfile", "binding.txt", "rankfile", "machinefile", "report.json", "machine.json")
+
+
+def validate(slot: np.ndarray, n: int, machine: Machine) -> None:
+    if len(slot) != n:
+        raise UserError(f"the mapping places {len(slot)} ranks, the traffic has {n}")
+    if len(slot) and (slot.min() < 0 or slot.max() >= machine.nslots):
+        raise UserError("the mapping uses a slot outside the machine")
+    if len(np.unique(slot)) != len(slot):
+        raise UserError("the mapping puts two ranks on one slot")
+
+
+def core_in_package(machine: Machine, node: int, core: int) -> tuple[int, int]:
+    t = machine.topos[node]
+    pkg = t.core_package[core]
+    return pkg, sum(1 for c in range(core) if t.core_package[c] == pkg)
+
+
+def render(slot: np.ndarray, machine: Machine) -> dict[str, str]:
+    hosts = [machine.hosts[machine.slot_node[s]] for s in slot]
+    cores = [int(machine.slot_core[s]) for s in slot]
+    out = {"hostfile": "".join(h + "\n" for h in hosts)}
+    out["binding.txt"] = "# rank host core (hwloc logical core index within the node)\n" + "".join(
+        f"{r} {h} {c}\n" for r, (h, c) in enumerate(zip(hosts, cores)))
+    lines = []
+    for r, s in enumerate(slot):
+        pkg, k = core_in_package(machine, int(machine.slot_node[s]), int(machine.slot_core[s]))
+        lines.append(f"rank {r}={hosts[r]} slot={pkg}:{k}\n")
+    out["rankfile"] = "".join(lines)
+    out["machinefile"] = "".join(f"{h}:1\n" for h in hosts)
+    return out
+
+
+def write_mapping(out_dir: str | Path, slot: np.ndarray, machine: Machine, report: dict, machine_spec: dict,
+                  force: bool = False) -> Path:
+    validate(slot, len(slot), machine)
+    out = Path(out_dir).absolute()
+    if out.exists() and not force:
+        raise UserError(f"{out} already exists; pass --force to replace it")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} exists and is not a directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for name, text in render(slot, machine).items():
+            (tmp / name).write_text(text)
+        (tmp / "report.json").write_text(json.dumps(report, indent=2, default=_jsonable) + "\n")
+        (tmp / "machine.json").write_text(json.dumps(machine_spec, indent=2) + "\n")
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.rename(out, old)
+            os.rename(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _jsonable(x):
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(type(x))
+
+
+# ---------------------------------------------------------------------- reading back
+
+def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np.ndarray:
+    """slot_of_rank from a mapping directory, a binding file (`rank host core...`), or a
+    hostfile (one host per line: ranks take their host's slots in order)."""
+    p = Path(path)
+    if p.is_dir():
+        for name in ("binding.txt", "hostfile"):
+            if (p / name).exists():
+                return read_mapping(p / name, machine, n)
+        raise UserError(f"{p}: no binding.txt or hostfile in this directory")
+    try:
+        lines = p.read_text().splitlines()
+    except OSError as e:
+        raise UserError(f"{p}: {e.strerror}") from None
+    rows = [(i, ln.split()) for i, ln in enumerate(lines, 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    index = {h: k for k, h in enumerate(machine.hosts)}
+    free = {k: list(np.flatnonzero(machine.slot_node == k)) for k in range(machine.nnodes)}
+    binding = rows and len(rows[0][1]) >= 3 and rows[0][1][0].isdigit()
+    slot = np.full(len(rows), -1, dtype=np.int64)
+    for pos, (lineno, f) in enumerate(rows):
+        if binding:
+            try:
+                r, host, core = int(f[0]), f[1], int(f[2].split(",")[0])
+            except (ValueError, IndexError):
+                raise UserError(f"{p}:{lineno}: expected 'rank host core[,core...]'") from None
+            if r != pos:
+                raise UserError(f"{p}:{lineno}: ranks must be listed in order 0, 1, 2... (found {r})")
+        else:
+            host = f[0].split(":")[0]
+            core = None
+        if host not in index:
+            raise UserError(f"{p}:{lineno}: host {host} is not in the node list")
+        node = index[host]
+        cands = [s for s in free[node] if core is None or machine.slot_core[s] == core]
+        if not cands:
+            what = f"core {core} of {host}" if core is not None else host
+            raise UserError(f"{p}:{lineno}: no free slot left on {what} (more ranks than slots there)")
+        slot[pos] = cands[0]
+        free[node].remove(cands[0])
+    if n is not None and len(slot) != n:
+        raise UserError(f"{p}: the mapping has {len(slot)} ranks, the traffic has {n}")
+    return slot
