@@ -92,11 +92,20 @@ class Machine:
         return out
 
     def tree_levels_up(self, sa, sb) -> np.ndarray:
-        """How many levels up the lowest common ancestor of two slots is (0 = same core)."""
+        """How many levels up the lowest common ancestor of two slots is (0 = same core).
+        Levels where every group has a single child (one package per node, say) are not
+        levels of the tree and are not counted."""
         L = self.lvl.shape[1]
         diff = self.lvl[sa] != self.lvl[sb]
         first = np.where(diff.any(axis=1), diff.argmax(axis=1), L)
-        return L - first
+        real = np.ones(L, dtype=np.int64)
+        for lv in range(1, L):
+            # level lv is empty when each group one level up holds a single group of level lv
+            pairs = np.unique(self.lvl[:, [lv - 1, lv]], axis=0)
+            if len(pairs) == len(np.unique(self.lvl[:, lv - 1])):
+                real[lv] = 0
+        above = np.concatenate([np.cumsum(real[::-1])[::-1], [0]])   # real levels at or below index l
+        return above[first]
 
     # ------------------------------------------------------------------ the partition tree
     def tree(self, nodes: np.ndarray | None = None) -> TreeNode:

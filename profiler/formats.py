@@ -80,7 +80,7 @@ def _looks_like_metis(path: Path) -> bool:
     n = int(head[0])
     # a METIS file has exactly n vertex lines after the header (trailing empty lines aside)
     body = lines[1:]
-    while body and not body[-1].strip():
+    while len(body) > n and not body[-1].strip():
         body.pop()
     return len(body) == n and not (len(head) == n)  # a 2x2 or 3x3 dense matrix is not a header
 
@@ -327,7 +327,7 @@ def _read_metis(path: Path) -> Traffic:
     fmtcode = fmtcode.zfill(3)
     has_vsize, has_vw, has_ew = fmtcode[0] == "1", fmtcode[1] == "1", fmtcode[2] == "1"
     body = lines[1:]
-    while body and not body[-1][1].strip():
+    while len(body) > n and not body[-1][1].strip():   # a blank line is an isolated vertex: only extra ones go
         body.pop()
     if len(body) != n:
         raise UserError(f"{path}: header says {n} vertices, the file has {len(body)} vertex lines")

@@ -230,10 +230,10 @@ static void slot_swap(int64_t *slot, int64_t *occ, int64_t x, int64_t y)
  * two slots, repeat; keep the best prefix. Escapes balanced partitions where every single
  * swap is uphill. Returns the gain kept. */
 static double kl_pair(const rm_problem *p, int64_t *slot, int64_t *occ, const int64_t *sa, int64_t la,
-                      const int64_t *sb, int64_t lb, uint8_t *lock, int64_t *seq)
+                      const int64_t *sb, int64_t lb, uint8_t *lock, int64_t *seq, double eps)
 {
     int64_t steps = la < lb ? la : lb, done = 0, best_len = 0;
-    double cum = 0, best = 1e-9;
+    double cum = 0, best = eps; /* a prefix must gain more than rounding noise */
     for (int64_t st = 0; st < steps; st++) {
         double bg = -INFINITY;
         int64_t bx = -1, by = -1;
@@ -270,6 +270,7 @@ static int64_t kl_levels(const rm_problem *p, int64_t *slot, int64_t *occ, uint8
     int64_t improved = 0;
     if (p->n > KL_MAX_RANKS)
         return 0;
+    double eps = 1e-9 * (1.0 + rm_cost(p, slot));
     for (int32_t l = 0; l < p->nglev; l++) {
         int64_t g0 = p->glev[l], g1 = p->glev[l + 1];
         if (g1 - g0 < 2 || g1 - g0 > MAX_GROUPS_FOR_EXCHANGE)
@@ -279,7 +280,7 @@ static int64_t kl_levels(const rm_problem *p, int64_t *slot, int64_t *occ, uint8
                 int64_t la = p->gptr[a + 1] - p->gptr[a], lb = p->gptr[b + 1] - p->gptr[b];
                 if (la > KL_MAX_GROUP || lb > KL_MAX_GROUP || now() > deadline)
                     continue;
-                if (kl_pair(p, slot, occ, p->gslot + p->gptr[a], la, p->gslot + p->gptr[b], lb, lock, seq) > 0)
+                if (kl_pair(p, slot, occ, p->gslot + p->gptr[a], la, p->gslot + p->gptr[b], lb, lock, seq, eps) > 0)
                     improved++;
             }
     }
