@@ -68,9 +68,30 @@ class Torus:
         a, b = self.coords[na], self.coords[nb]
         return sum(np.abs(s) for s in self._steps(a, b)).astype(np.int64)
 
-    def link_loads(self, na: np.ndarray, nb: np.ndarray, w: np.ndarray) -> np.ndarray:
+    def link_loads(self, na: np.ndarray, nb: np.ndarray, w: np.ndarray, group: np.ndarray | None = None,
+                   ngroups: int = 1) -> np.ndarray:
         """Bytes per directed link, shape (positions, ndims, 2): [pos, dim, 0] is the link
-        leaving pos in the + direction, [pos, dim, 1] in the - direction."""
+        leaving pos in the + direction, [pos, dim, 1] in the - direction. With `group`, one
+        such array per group of routes: shape (ngroups, positions, ndims, 2)."""
+        if group is not None:
+            loads = np.zeros((ngroups, self.positions, len(self.dims), 2))
+            cur = self.coords[na].copy()
+            steps = self._steps(cur, self.coords[nb])
+            w = np.asarray(w, dtype=np.float64)
+            for d, size in enumerate(self.dims):
+                s = steps[d].copy()
+                while True:
+                    act = s != 0
+                    if not act.any():
+                        break
+                    np.add.at(loads, (group[act], self.pos(cur[act]), d, (s[act] < 0).astype(np.int64)), w[act])
+                    move = np.where(s[act] > 0, 1, -1)
+                    cur_d = cur[act, d] + move
+                    if self.wrap[d]:
+                        cur_d %= size
+                    cur[np.flatnonzero(act), d] = cur_d
+                    s[act] -= move
+            return loads
         loads = np.zeros((self.positions, len(self.dims), 2))
         cur = self.coords[na].copy()
         steps = self._steps(cur, self.coords[nb])
@@ -91,6 +112,32 @@ class Torus:
                 cur[np.flatnonzero(act), d] = cur_d
                 s[act] -= move
         return loads
+
+    def crosses(self, na: np.ndarray, nb: np.ndarray, link: int) -> np.ndarray:
+        """Which routes (na[i] -> nb[i]) use the directed link with flat index `link`."""
+        pos_l, rest = divmod(int(link), len(self.dims) * 2)
+        d_l, dir_l = divmod(rest, 2)
+        cur = self.coords[na].copy()
+        steps = self._steps(cur, self.coords[nb])
+        hit = np.zeros(len(na), bool)
+        for d, size in enumerate(self.dims):
+            s = steps[d].copy()
+            while True:
+                act = s != 0
+                if not act.any():
+                    break
+                if d == d_l:
+                    p = self.pos(cur[act])
+                    direction = (s[act] < 0).astype(np.int64)
+                    idx = np.flatnonzero(act)
+                    hit[idx[(p == pos_l) & (direction == dir_l)]] = True
+                move = np.where(s[act] > 0, 1, -1)
+                cur_d = cur[act, d] + move
+                if self.wrap[d]:
+                    cur_d %= size
+                cur[np.flatnonzero(act), d] = cur_d
+                s[act] -= move
+        return hit
 
     def link_count(self) -> int:
         n = 0

@@ -51,6 +51,8 @@ def effort(n: int, nslots: int) -> Effort:
     single partitioning and a descent, to keep mapping time near linear in the traffic."""
     if nslots <= TABU_SLOTS:
         return Effort(16, 0, int(min(20000, max(2000, 3e7 / nslots ** 2))), True)
+    if n < 1000:
+        return Effort(2, 0, 0, False)    # mid-size machines: the seed's basin still matters
     return Effort(1, 0, 0, False)
 
 
@@ -136,6 +138,15 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         timed_out |= cut
         if c < best[1]:
             best = (best[0], c, s, best[3])
+            candidates[best[0]] = c
+    if search and algorithm in ("metis", "scotch", "greedy"):
+        from mapper.linkload import balance
+        s, info = balance(traffic.offdiag(), machine, best[2])
+        if info:
+            c = prob.cost(s)
+            notes.append(f"link balancing: busiest link {info['max_link_load_before']:.4g} -> "
+                         f"{info['max_link_load_after']:.4g} B for a cost {c / best[1]:.4f}x")
+            best = (best[0] + "+balance", c, s, best[3])
             candidates[best[0]] = c
     if timed_out:
         notes.append(f"the time limit ({cap:g} s) cut the search short: the result depends on the machine's speed")

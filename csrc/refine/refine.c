@@ -335,7 +335,7 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
 {
     int64_t moves = 0;
     /* large machines: fewer candidates per rank keep a pass near linear in the edges */
-    int top_n = p->n > 2000 ? 4 : TOP_NEIGHBOURS, per_group = p->n > 2000 ? 4 : PER_GROUP;
+    int top_n = p->n > 500 ? 4 : TOP_NEIGHBOURS, per_group = p->n > 500 ? 4 : PER_GROUP;
     for (int64_t k = p->n - 1; k > 0; k--) { /* Fisher-Yates */
         int64_t r = (int64_t)(rng_next(rs) % (uint64_t)(k + 1)), tmp = order[k];
         order[k] = order[r], order[r] = tmp;
