@@ -199,6 +199,121 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
     console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
 
 
+def _machine_args(mopts: dict) -> list[str]:
+    """The machine options back as command-line arguments (for generated scripts)."""
+    out = []
+    flags = {"nodes": "--nodes", "torus": "--torus", "mesh": "--mesh", "coords": "--coords",
+             "switches": "--switch-tree", "level_costs": "--level-costs", "ranks_per_node": "--ranks-per-node",
+             "machine_file": "--machine"}
+    for k, flag in flags.items():
+        if mopts.get(k):
+            out += [flag, str(mopts[k])]
+    for t in mopts.get("topologies") or ():
+        out += ["--node-topology", t]
+    if (mopts.get("oversubscribe") or 1) > 1:
+        out += ["--oversubscribe", str(mopts["oversubscribe"])]
+    return out
+
+
+def _program(app) -> list[str]:
+    """The program after `--` (click keeps the `--` when a positional argument came first)."""
+    app = list(app)
+    return app[1:] if app and app[0] == "--" else app
+
+
+def _preload(collectives: bool, mpi: str | None):
+    if not collectives:
+        return None
+    from profiler.native import artifact
+    return [str(artifact("collectives", mpi))]
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-n", "--ntasks", type=int, help="Ranks (default: the allocation's SLURM_NTASKS).")
+@click.option("-N", "--nodes-count", "nodes_count", type=int, help="Nodes for pass 1 when outside an allocation.")
+@click.option("--out", metavar="DIR", help="Workflow directory (default rankmap-run-<date>): profile/, mapping/.")
+@click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
+              show_default=True, help="Map onto the profiled nodes, or onto the best idle nodes of the cluster.")
+@machine_options
+@click.option("--algorithm", default="metis", show_default=True, type=click.Choice(["metis", "scotch", "greedy"]))
+@click.option("--seed", default=0, show_default=True)
+@click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL")
+@click.option("-t", "--time", "time_minutes", type=int, metavar="MIN", help="Time limit of each srun (minutes).")
+@click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="MPI of the program (default: detected).")
+@click.option("--preload-collectives", is_flag=True, help="Relaunch with rankmap's collective kernels preloaded.")
+@click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", help="Extra argument for both sruns.")
+@click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
+def run(ntasks, nodes_count, out, mode, algorithm, seed, model, time_minutes, mpi, preload_collectives, srun_args,
+        app, **mopts):
+    """Profile APP under srun, map it, relaunch it with srun -m arbitrary on the mapping.
+
+    Example (inside salloc -N4 -n8, or outside with -n 8 -N 4): rankmap run -- ./app args
+    """
+    from slurm.workflow import run_workflow
+    sys.exit(run_workflow(list(app), ntasks, nodes_count, out, mode, mopts, algorithm, seed, model, time_minutes,
+                          mpi, _preload(preload_collectives, mpi), list(srun_args), console))
+
+
+@cli.command("srun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True})
+@click.argument("mapping", type=click.Path())
+@click.option("--dry-run", is_flag=True, help="Print the srun line only.")
+@click.option("--bind-wrapper", is_flag=True, help="Bind through rankmap-bind even when one map_cpu list would do.")
+@click.option("--preload-collectives", is_flag=True, help="Preload rankmap's collective kernels.")
+@click.option("--mpi", type=click.Choice(["openmpi", "mpich"]))
+@click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", help="Extra srun argument (repeat).")
+@click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
+def srun_cmd(mapping, dry_run, bind_wrapper, preload_collectives, mpi, srun_args, app):
+    """Run APP with srun -m arbitrary as MAPPING (a `rankmap map` directory) says: every
+    rank on its host and core. Prints the exact srun line it runs.
+
+    Example: rankmap srun map1/ --dry-run -- ./app args   (the program comes after --)
+    """
+    from slurm.relaunch import run_plan, srun_plan
+    plan = srun_plan(mapping, _program(app), list(srun_args), preload=_preload(preload_collectives, mpi),
+                     force_wrapper=bind_wrapper, mpi=mpi)
+    sys.exit(run_plan(plan, dry_run, lambda s: console.print(s, soft_wrap=True)))
+
+
+@cli.command("mpirun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True})
+@click.argument("mapping", type=click.Path())
+@click.option("--dry-run", is_flag=True, help="Print the command only.")
+@click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="Open MPI rankfile or MPICH machinefile.")
+@click.option("--mpirun-arg", "extra", multiple=True, metavar="ARG", help="Extra launcher argument (repeat).")
+@click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
+def mpirun_cmd(mapping, dry_run, mpi, extra, app):
+    """Run APP as MAPPING says without Slurm: Open MPI's mpirun with the rankfile, or MPICH's
+    mpiexec with the machinefile and rankmap-bind."""
+    from slurm.relaunch import mpirun_plan, run_plan
+    sys.exit(run_plan(mpirun_plan(mapping, _program(app), mpi, list(extra)), dry_run,
+                      lambda s: console.print(s, soft_wrap=True)))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-n", "--ntasks", type=int, required=True, help="Ranks.")
+@click.option("-N", "--nodes-count", "nodes_count", type=int, help="Nodes.")
+@click.option("--out", metavar="DIR", required=True, help="Where the job writes profile/ and mapping/.")
+@click.option("--script", "script_path", metavar="FILE", help="Script file (default DIR/rankmap.sbatch).")
+@click.option("--submit", is_flag=True, help="Submit it with sbatch and print the job id.")
+@click.option("-t", "--time", "time_minutes", type=int, metavar="MIN", help="Time limit of the job (minutes).")
+@click.option("--sbatch-arg", "sbatch_args", multiple=True, metavar="ARG", help="Extra #SBATCH line (repeat).")
+@machine_options
+@click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
+def sbatch(ntasks, nodes_count, out, script_path, submit, time_minutes, sbatch_args, app, **mopts):
+    """Write a batch script that profiles APP, maps it onto the job's nodes and relaunches it."""
+    from pathlib import Path
+    from slurm.workflow import sbatch_script
+    d = Path(out).absolute()
+    d.mkdir(parents=True, exist_ok=True)
+    path = Path(script_path) if script_path else d / "rankmap.sbatch"
+    path.write_text(sbatch_script(list(app), ntasks, nodes_count, str(d), _machine_args(mopts), time_minutes,
+                                  list(sbatch_args)))
+    path.chmod(0o755)
+    console.print(f"wrote {path}")
+    if submit:
+        from slurm.cluster import query
+        console.print(query(["sbatch", "--parsable", str(path)]).strip())
+
+
 @cli.command()
 @click.option("--out", metavar="DIR", help="Directory for everything the demo writes (default rankmap-demo-<date>).")
 def demo(out):

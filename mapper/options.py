@@ -17,7 +17,8 @@ def machine_options(f):
         click.option("--nodes", metavar="HOSTLIST", help="Nodes: a Slurm hostlist such as n[01-36], @FILE or a file "
                      "(one hostlist per line); default: $SLURM_JOB_NODELIST, or the nodes a profile ran on."),
         click.option("--node-topology", "topologies", multiple=True, metavar="SPEC",
-                     help="Node internals: an lstopo XML file, a synthetic description ('pack:2 core:6') or 'live'. "
+                     help="Node internals: an lstopo XML file, a synthetic description ('pack:2 core:6'), 'live', "
+                     "or 'slurm' (scontrol's Sockets/CoresPerSocket; the default when Slurm knows the nodes). "
                      "Heterogeneous nodes: repeat as HOSTLIST=SPEC."),
         click.option("--torus", metavar="DIMS", help="3-D (or any-D) torus between the nodes, e.g. 3x3x4."),
         click.option("--mesh", metavar="DIMS", help="Like --torus without wrap-around links."),
@@ -35,6 +36,33 @@ def machine_options(f):
     return f
 
 
+def slurm_topologies(hosts: list[str]) -> list[str] | None:
+    """Node internals as Slurm describes them (`scontrol show node`: Sockets, CoresPerSocket),
+    as --node-topology specs; None when Slurm is not reachable or does not know the hosts."""
+    import shutil
+    import subprocess
+    if not shutil.which("scontrol"):
+        return None
+    try:
+        res = subprocess.run(["scontrol", "show", "node", "-o", hostnames.compress(hosts)], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if res.returncode != 0:
+        return None
+    kinds = {}
+    for line in res.stdout.splitlines():
+        kv = dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
+        if "NodeName" in kv:
+            kinds[kv["NodeName"]] = f"pack:{kv.get('Sockets', 1)} core:{kv.get('CoresPerSocket', 1)}"
+    if any(h not in kinds for h in hosts):
+        return None
+    by = {}
+    for h in hosts:
+        by.setdefault(kinds[h], []).append(h)
+    return [next(iter(by))] if len(by) == 1 else [f"{hostnames.compress(hs)}={spec}" for spec, hs in by.items()]
+
+
 def spec_from_options(o: dict, default_hosts: list[str] | None = None) -> dict:
     if o.get("machine_file"):
         p = Path(o["machine_file"])
@@ -50,7 +78,13 @@ def spec_from_options(o: dict, default_hosts: list[str] | None = None) -> dict:
         hosts = list(default_hosts)
     else:
         hosts = hostnames.node_list(None)
-    return {"hosts": hosts, "node_topology": list(o.get("topologies") or ()), "torus": o.get("torus"),
+    topos = list(o.get("topologies") or ())
+    if topos == ["slurm"] or not topos:
+        from_slurm = slurm_topologies(hosts)
+        if from_slurm is None and topos == ["slurm"]:
+            raise UserError("--node-topology slurm: scontrol does not describe these nodes")
+        topos = from_slurm or []
+    return {"hosts": hosts, "node_topology": topos, "torus": o.get("torus"),
             "mesh": o.get("mesh"), "coords": o.get("coords"), "switch_tree": o.get("switches"),
             "level_costs": o.get("level_costs"), "ranks_per_node": o.get("ranks_per_node"),
             "oversubscribe": o.get("oversubscribe") or 1}

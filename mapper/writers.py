@@ -4,7 +4,9 @@ A mapping directory holds:
   hostfile      line i = host of rank i (Slurm: SLURM_HOSTFILE + srun -m arbitrary)
   binding.txt   `rank host core[,core...]` per rank; cores are hwloc logical core
                 indices within the node (what the bind wrapper and --cpu-bind use)
-  rankfile      Open MPI: `rank i=host slot=package:core` (core counted within its package)
+  rankfile      Open MPI: `rank i=host slot=core` (hwloc logical core index, Open MPI's default
+                reading; the socket:core form would be checked against each daemon's own view
+                of the node)
   machinefile   MPICH Hydra: one `host:1` line per rank, in rank order
   report.json   metrics of the mapping and of block / cyclic / random (/ input order)
   machine.json  how to rebuild the machine (so that evaluate and srun need no options)
@@ -35,23 +37,13 @@ def validate(slot: np.ndarray, n: int, machine: Machine) -> None:
         raise UserError("the mapping puts two ranks on one slot")
 
 
-def core_in_package(machine: Machine, node: int, core: int) -> tuple[int, int]:
-    t = machine.topos[node]
-    pkg = t.core_package[core]
-    return pkg, sum(1 for c in range(core) if t.core_package[c] == pkg)
-
-
 def render(slot: np.ndarray, machine: Machine) -> dict[str, str]:
     hosts = [machine.hosts[machine.slot_node[s]] for s in slot]
     cores = [int(machine.slot_core[s]) for s in slot]
     out = {"hostfile": "".join(h + "\n" for h in hosts)}
     out["binding.txt"] = "# rank host core (hwloc logical core index within the node)\n" + "".join(
         f"{r} {h} {c}\n" for r, (h, c) in enumerate(zip(hosts, cores)))
-    lines = []
-    for r, s in enumerate(slot):
-        pkg, k = core_in_package(machine, int(machine.slot_node[s]), int(machine.slot_core[s]))
-        lines.append(f"rank {r}={hosts[r]} slot={pkg}:{k}\n")
-    out["rankfile"] = "".join(lines)
+    out["rankfile"] = "".join(f"rank {r}={h} slot={c}\n" for r, (h, c) in enumerate(zip(hosts, cores)))
     out["machinefile"] = "".join(f"{h}:1\n" for h in hosts)
     return out
 

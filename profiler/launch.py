@@ -75,7 +75,13 @@ def program_mpi(argv: list[str]) -> str | None:
     return None
 
 
-def _with_env(argv: list[str], kind: str, env: dict[str, str]) -> list[str]:
+def srun_mpi_option(mpi: str) -> str:
+    """Slurm's PMI plugin for an MPI: Debian's Open MPI speaks PMIx, its MPICH only PMI-2
+    (under --mpi=pmix every MPICH process would start as a one-rank job)."""
+    return "--mpi=pmi2" if mpi == "mpich" else "--mpi=pmix"
+
+
+def _with_env(argv: list[str], kind: str, env: dict[str, str], impl_for_srun: str | None = None) -> list[str]:
     head, tail = argv[:1], argv[1:]
     if kind == "openmpi":
         opts = [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
@@ -83,6 +89,8 @@ def _with_env(argv: list[str], kind: str, env: dict[str, str]) -> list[str]:
         opts = [a for k, v in env.items() for a in ("-genv", k, v)]
     elif kind == "srun":
         opts = ["--export=ALL," + ",".join(f"{k}={v}" for k, v in env.items())]
+        if impl_for_srun and not any(a == "--mpi" or a.startswith("--mpi=") for a in tail):
+            opts.append(srun_mpi_option(impl_for_srun))
     else:
         opts = []
     return head + opts + tail
@@ -120,7 +128,7 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
     if flush_seconds:
         env_tool["RANKMAP_PROFILE_FLUSH_SECONDS"] = str(flush_seconds)
     env_tool.update(extra_env or {})
-    argv = _with_env(command, kind, env_tool)
+    argv = _with_env(command, kind, env_tool, impl)
     env = dict(os.environ)
     if kind == "env":
         env.update(env_tool)

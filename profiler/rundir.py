@@ -225,6 +225,9 @@ def read_run(path: str | Path) -> Profile:
         if rank >= size:
             raise UserError(f"{fpath}: block for rank {rank} in a run of {size} processes")
         prev = newest.get(rank)
+        if prev is not None and int(prev[1]["pid"]) != int(h["pid"]) and size == 1:
+            raise UserError(f"{fpath}: several processes each ran as a one-rank MPI job: the launcher and the "
+                            "program's MPI did not connect (MPICH under srun needs --mpi=pmi2, Open MPI --mpi=pmix)")
         if prev is not None and int(prev[1]["pid"]) != int(h["pid"]):
             raise UserError(f"{fpath}: rank {rank} appears with two process ids ({int(prev[1]['pid'])} and "
                             f"{int(h['pid'])}); the file mixes different runs")

@@ -76,6 +76,9 @@ def apps(tmp_path_factory):
         _build([m["cc"], "-O1", "-Wall", "-Wno-stringop-overflow", "-Wno-stringop-overread", "-o", str(exe),
                 str(APPS / "traffic.c"), "-lpthread"])
         built[("traffic", mpi)] = exe
+        exe = out / f"placement-{mpi}"
+        _build([m["cc"], "-O1", "-o", str(exe), str(APPS / "placement.c")])
+        built[("placement", mpi)] = exe
         exe = out / f"onecoll-{mpi}"
         _build([m["cc"], "-O1", "-o", str(exe), str(APPS / "onecoll.c")])
         built[("onecoll", mpi)] = exe
@@ -86,6 +89,31 @@ def apps(tmp_path_factory):
                 _build([m["fc"], *flags, "-o", str(exe), str(APPS / "ftraffic.F90")])
                 built[(f"ftraffic-{style}", mpi)] = exe
     return built
+
+
+LOCALCLUSTER = Path(__file__).resolve().parents[1] / "slurm" / "localcluster"
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real 4-node Slurm cluster on this host (slurm/localcluster), private to this test
+    session: its own directory and ports. Yields the environment to run Slurm commands in."""
+    require(all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "srun")), "Slurm and munge not installed")
+    d = tmp_path_factory.mktemp("cluster")
+    env = dict(os.environ, RANKMAP_CLUSTER_DIR=str(d), RANKMAP_CLUSTER_NODES="4",
+               RANKMAP_CLUSTER_PORT=str(19000 + (os.getpid() % 400) * 10))
+    up = subprocess.run([str(LOCALCLUSTER), "up"], env=env, capture_output=True, text=True, timeout=120)
+    if up.returncode != 0:
+        subprocess.run([str(LOCALCLUSTER), "down"], env=env, timeout=60)
+        pytest.fail(f"the local Slurm cluster did not come up: {up.stderr}")
+    out = subprocess.run([str(LOCALCLUSTER), "env"], env=env, capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        k, _, v = line[len("export "):].partition("=")
+        env[k] = v
+    for k in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_NTASKS"):
+        env.pop(k, None)
+    yield env
+    subprocess.run([str(LOCALCLUSTER), "down"], env=env, capture_output=True, timeout=120)
 
 
 def app(apps, name: str, mpi: str) -> Path:

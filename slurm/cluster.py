@@ -1,0 +1,99 @@
+"""What Slurm says about the allocation and the nodes, through Slurm's own commands
+(sinfo, scontrol); the local test cluster's environment."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from mapper import hostnames
+from profiler.errors import UserError
+
+LOCALCLUSTER = Path(__file__).with_name("localcluster")
+
+
+def need(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise UserError(f"{tool} not found: this needs a Slurm client (apt-get install slurm-client), or use "
+                        "`rankmap mpirun` on clusters without Slurm")
+    return path
+
+
+def query(args: list[str]) -> str:
+    need(args[0])
+    res = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if res.returncode != 0:
+        msg = (res.stderr.strip().splitlines() or [f"exit code {res.returncode}"])[-1]
+        raise UserError(f"`{' '.join(args)}` failed: {msg}")
+    return res.stdout
+
+
+def in_allocation() -> bool:
+    return bool(os.environ.get("SLURM_JOB_ID"))
+
+
+def allocation_nodes() -> list[str]:
+    nl = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if not nl:
+        raise UserError("not inside a Slurm allocation (no SLURM_JOB_NODELIST)")
+    return hostnames.expand(nl)
+
+
+def node_info(hosts: list[str]) -> dict[str, dict]:
+    """Per host: sockets, cores per socket, threads per core, state (`scontrol show node -o`)."""
+    out = query(["scontrol", "show", "node", "-o", hostnames.compress(hosts)])
+    info = {}
+    for line in out.splitlines():
+        kv = dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
+        if "NodeName" in kv:
+            info[kv["NodeName"]] = {"sockets": int(kv.get("Sockets", 1)), "cores": int(kv.get("CoresPerSocket", 1)),
+                                    "threads": int(kv.get("ThreadsPerCore", 1)), "state": kv.get("State", "?")}
+    missing = [h for h in hosts if h not in info]
+    if missing:
+        raise UserError(f"Slurm does not know node {missing[0]}")
+    return info
+
+
+def node_states(hosts: list[str]) -> dict[str, str]:
+    out = query(["sinfo", "-h", "-N", "-n", hostnames.compress(hosts), "-o", "%N %T"])
+    states = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            states[parts[0]] = parts[1]
+    return states
+
+
+BAD_STATES = ("down", "drain", "fail", "unknown", "not_responding", "future", "maint", "reboot")
+
+
+def check_usable(hosts: list[str]) -> None:
+    """One clear error for a node that is down or drained, before srun hangs or fails."""
+    states = node_states(hosts)
+    for h in hosts:
+        st = states.get(h, "unknown").lower().rstrip("*~#!%$@^-")
+        if any(st.startswith(b) for b in BAD_STATES):
+            raise UserError(f"node {h} is {states.get(h, 'unknown')} (sinfo); the mapping cannot run there — "
+                            "map again without it, or bring it back (scontrol update nodename=... state=resume)")
+
+
+def idle_nodes() -> list[str]:
+    out = query(["sinfo", "-h", "-N", "-t", "idle", "-o", "%N"])
+    seen = []
+    for h in out.split():
+        if h not in seen:
+            seen.append(h)
+    return seen
+
+
+def local_env() -> dict[str, str]:
+    """The exports of the local test cluster (slurm/localcluster env)."""
+    out = subprocess.run([str(LOCALCLUSTER), "env"], capture_output=True, text=True, check=True).stdout
+    env = {}
+    for line in out.splitlines():
+        if line.startswith("export "):
+            k, _, v = line[len("export "):].partition("=")
+            env[k] = v
+    return env

@@ -1,0 +1,202 @@
+"""Launching a program the way a mapping says (`rankmap srun`, `rankmap mpirun`).
+
+srun: `SLURM_HOSTFILE=<mapping>/hostfile srun -m arbitrary -n N ...` — the hostfile is set
+for this step only (since Slurm 23.11 an exported SLURM_HOSTFILE breaks later --nodes
+requests). Cores: `--cpu-bind=map_cpu:<list>` when one list (indexed by node-local task id)
+fits every node; otherwise `--cpu-bind=none` and each task runs through rankmap-bind, which
+binds itself by its rank from binding.txt and refuses to run on the wrong host.
+
+mpirun (clusters without Slurm): Open MPI with the mapping's rankfile, MPICH Hydra with its
+machinefile plus rankmap-bind for the cores."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mapper import hostnames, hwtopo
+from profiler import native
+from profiler.errors import UserError
+from slurm import cluster
+
+
+@dataclass
+class Plan:
+    argv: list
+    env: dict = field(default_factory=dict)     # set for this launch only
+    ntasks: int = 0
+    hosts: list = field(default_factory=list)
+    binding: str = ""                            # how cores are bound
+
+    def line(self) -> str:
+        envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (envs + " " if envs else "") + " ".join(shlex.quote(a) for a in self.argv)
+
+
+@dataclass
+class Mapping:
+    path: Path
+    hosts: list          # per rank
+    cores: list          # per rank: list of logical core indices
+    machine: dict
+
+    @property
+    def ntasks(self) -> int:
+        return len(self.hosts)
+
+
+def load_mapping(path: str | Path) -> Mapping:
+    p = Path(path)
+    if not p.is_dir():
+        raise UserError(f"{p}: not a mapping directory (rankmap map --out writes one)")
+    for name in ("hostfile", "binding.txt"):
+        if not (p / name).exists():
+            raise UserError(f"{p}: no {name}; not a complete mapping directory")
+    hosts = [h for h in (p / "hostfile").read_text().split() if h]
+    rows = [ln.split() for ln in (p / "binding.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    if len(rows) != len(hosts):
+        raise UserError(f"{p}: hostfile has {len(hosts)} ranks, binding.txt {len(rows)}")
+    cores = []
+    for r, row in enumerate(rows):
+        if len(row) < 3 or int(row[0]) != r or row[1] != hosts[r]:
+            raise UserError(f"{p}/binding.txt: line for rank {r} does not match the hostfile")
+        cores.append([int(c) for c in row[2].split(",")])
+    machine = {}
+    if (p / "machine.json").exists():
+        machine = json.loads((p / "machine.json").read_text())
+    return Mapping(path=p.absolute(), hosts=hosts, cores=cores, machine=machine)
+
+
+def _local_layouts(m: Mapping) -> dict[str, list]:
+    """Per host, the cores of its tasks in node-local task id order (global rank order)."""
+    per = {}
+    for h, cs in zip(m.hosts, m.cores):
+        per.setdefault(h, []).append(cs)
+    return per
+
+
+def _os_cpus(m: Mapping, host: str, core: int) -> list[int]:
+    """OS CPU ids of a logical core, from the mapping's description of that node."""
+    specs = m.machine.get("node_topology") or []
+    spec = None
+    for s in specs:
+        if "=" in s:
+            hl, _, t = s.partition("=")
+            if host in hostnames.expand(hl):
+                spec = t
+        else:
+            spec = s
+    if spec is None:
+        return [core]
+    topo = hwtopo.load(spec)
+    if core >= topo.cores:
+        raise UserError(f"the mapping binds a rank to core {core} of {host}, which has {topo.cores}")
+    return list(topo.core_pus[core])
+
+
+def map_cpu_list(m: Mapping) -> list[int] | None:
+    """One map_cpu list that gives every node's tasks their cores, if there is one."""
+    layouts = _local_layouts(m)
+    if any(len(cs) != 1 for lay in layouts.values() for cs in lay):
+        return None
+    longest = max(layouts.values(), key=len)
+    ref = [cs[0] for cs in longest]
+    for lay in layouts.values():
+        if [cs[0] for cs in lay] != ref[:len(lay)]:
+            return None
+    host = next(h for h, lay in layouts.items() if lay is longest)
+    cpus = []
+    for c in ref:
+        os_ids = _os_cpus(m, host, c)
+        cpus.append(os_ids[0])
+    # OS ids must agree on every node for one list to work
+    for h, lay in layouts.items():
+        for k, cs in enumerate(lay):
+            if _os_cpus(m, h, cs[0])[0] != cpus[k]:
+                return None
+    return cpus
+
+
+def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | None = None, ntasks: int | None = None,
+              preload: list[str] | None = None, force_wrapper: bool = False, mpi: str | None = None) -> Plan:
+    m = load_mapping(mapping)
+    if not program:
+        raise UserError("give the program after --, e.g. rankmap srun map1/ -- ./app args")
+    if ntasks is not None and ntasks != m.ntasks:
+        raise UserError(f"the mapping in {m.path} is for {m.ntasks} ranks, not {ntasks}")
+    for a in srun_args or []:
+        if a in ("-N", "--nodes") or a.startswith("--nodes=") or a.startswith("-N"):
+            raise UserError("do not pass --nodes with a mapping: the hostfile decides the nodes "
+                            "(Slurm >= 23.11 rejects --nodes with an arbitrary distribution)")
+        if a in ("-n", "--ntasks") or a.startswith("--ntasks=") or a == "-m" or a.startswith("--distribution"):
+            raise UserError(f"{a}: the mapping decides the task count and distribution")
+    uniq = list(dict.fromkeys(m.hosts))
+    if cluster.in_allocation():
+        want = os.environ.get("SLURM_NTASKS")
+        if want and int(want) != m.ntasks:
+            raise UserError(f"the mapping in {m.path} is for {m.ntasks} ranks but this allocation has "
+                            f"SLURM_NTASKS={want}")
+        alloc = set(cluster.allocation_nodes())
+        outside = [h for h in uniq if h not in alloc]
+        if outside:
+            raise UserError(f"host {outside[0]} of the mapping is not in this allocation "
+                            f"({os.environ.get('SLURM_JOB_NODELIST')}); map onto the allocation's nodes")
+    cluster.check_usable(uniq)
+    cpus = None if force_wrapper else map_cpu_list(m)
+    argv = ["srun", "-m", "arbitrary", "-n", str(m.ntasks)]
+    if not any(a == "--mpi" or a.startswith("--mpi=") for a in srun_args or []):
+        from profiler.launch import program_mpi, srun_mpi_option
+        argv.append(srun_mpi_option(mpi or program_mpi(["srun", *program]) or native.default_mpi()))
+    if cpus is not None:
+        argv.append("--cpu-bind=map_cpu:" + ",".join(map(str, cpus)))
+        binding = "map_cpu (one list fits every node)"
+        cmd = list(program)
+    else:
+        argv.append("--cpu-bind=none")
+        binding = "rankmap-bind (per-node layouts differ)"
+        cmd = [str(native.artifact("bind")), str(m.path / "binding.txt"), *program]
+    if preload:
+        argv.append("--export=ALL,LD_PRELOAD=" + ":".join(preload))
+    argv += list(srun_args or [])
+    return Plan(argv=argv + cmd, env={"SLURM_HOSTFILE": str(m.path / "hostfile")}, ntasks=m.ntasks, hosts=uniq,
+                binding=binding)
+
+
+def mpirun_plan(mapping: str | Path, program: list[str], mpi: str | None = None,
+                extra: list[str] | None = None) -> Plan:
+    m = load_mapping(mapping)
+    if not program:
+        raise UserError("give the program after --, e.g. rankmap mpirun map1/ -- ./app args")
+    mpi = mpi or native.default_mpi()
+    uniq = list(dict.fromkeys(m.hosts))
+    if mpi == "openmpi":
+        argv = ["mpirun", "-np", str(m.ntasks), "--rankfile", str(m.path / "rankfile"), *(extra or []), *program]
+        binding = "Open MPI rankfile"
+    else:
+        argv = ["mpiexec.mpich", "-f", str(m.path / "machinefile"), "-n", str(m.ntasks), *(extra or []),
+                str(native.artifact("bind")), str(m.path / "binding.txt"), *program]
+        binding = "MPICH machinefile + rankmap-bind"
+    return Plan(argv=argv, ntasks=m.ntasks, hosts=uniq, binding=binding)
+
+
+def execute(plan: Plan, timeout: float | None = None) -> tuple[int, float]:
+    from profiler.launch import run_command
+    env = dict(os.environ)
+    env.update(plan.env)
+    t0 = time.monotonic()
+    try:
+        code = run_command(plan.argv, env, timeout)
+    except FileNotFoundError:
+        raise UserError(f"{plan.argv[0]}: command not found") from None
+    return code, time.monotonic() - t0
+
+
+def run_plan(plan: Plan, dry_run: bool, echo) -> int:
+    echo(plan.line())
+    if dry_run:
+        return 0
+    code, _ = execute(plan)
+    return code

@@ -1,0 +1,186 @@
+"""`rankmap run`: profile, map, relaunch — the two-pass workflow on Slurm — and
+`rankmap sbatch`, which writes the same as a batch script.
+
+Inside an allocation (salloc/sbatch) both passes are job steps of it and the mapping uses
+its nodes. Outside one, pass 1 is an srun that creates its own job; pass 2 requests a new
+allocation made of exactly the mapping's hosts (srun -m arbitrary with SLURM_HOSTFILE).
+Mode whole-cluster maps onto the best of the idle nodes instead of the profiled ones."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from mapper.mapping import run_map
+from profiler.errors import UserError
+from profiler.launch import run_profile
+from profiler.rundir import read_run
+from slurm import cluster, relaunch
+
+
+def _new_dir(out: str | None) -> Path:
+    d = Path(out or "rankmap-run-" + datetime.now().strftime("%Y%m%d-%H%M%S")).absolute()
+    if d.exists() and any(d.iterdir()):
+        raise UserError(f"{d} already exists and is not empty; choose another --out")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _hosts_from_profile(prof) -> list[str]:
+    seen = []
+    for r in prof.ranks:
+        if r is not None and r.hostname not in seen:
+            seen.append(r.hostname)
+    return seen
+
+
+def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str | None, mode: str, mopts: dict,
+                 algorithm: str, seed: int, model: str, time_minutes: int | None, mpi: str | None,
+                 preload: list[str] | None, srun_args: list[str], console: Console) -> int:
+    if not app:
+        raise UserError("give the program after --, e.g. rankmap run -n 8 -- ./app args")
+    cluster.need("srun")
+    inside = cluster.in_allocation()
+    if inside and mode == "whole-cluster":
+        raise UserError("mode whole-cluster requests a new allocation on the chosen nodes: run it outside "
+                        "salloc/sbatch (or use mode same-allocation)")
+    ntasks = ntasks or (int(os.environ["SLURM_NTASKS"]) if inside and os.environ.get("SLURM_NTASKS") else None)
+    if not ntasks:
+        raise UserError("how many ranks? pass -n/--ntasks")
+    base = _new_dir(out)
+    record = {"app": app, "ntasks": ntasks, "mode": mode, "inside_allocation": inside,
+              "job": os.environ.get("SLURM_JOB_ID"), "passes": {}}
+    common = ["-K"] + (["-t", str(time_minutes)] if time_minutes else [])
+
+    def save():
+        (base / "workflow.json").write_text(json.dumps(record, indent=2) + "\n")
+
+    # ---- pass 1: profile
+    cmd1 = ["srun", *common, "-n", str(ntasks)] + (["-N", str(nodes)] if nodes and not inside else []) + \
+        list(srun_args) + list(app)
+    console.rule("[bold]pass 1: profile")
+    console.print(" ".join(shlex.quote(a) for a in cmd1))
+    res1 = run_profile(cmd1, out=str(base / "profile"), launcher="srun", mpi=mpi)
+    record["passes"]["profile"] = {"exit_code": res1.exit_code, "seconds": round(res1.seconds, 3),
+                                   "directory": str(res1.directory)}
+    save()
+    console.print(f"pass 1: exit {res1.exit_code} after {res1.seconds:.2f} s; data in {res1.directory}")
+    prof = None
+    try:
+        prof = read_run(res1.directory)
+    except UserError as e:
+        if res1.exit_code == 0:
+            raise
+        console.print(f"  ({e})")
+    if res1.exit_code != 0 or prof is None or not prof.complete:
+        why = "; ".join(prof.partial_reasons()) if prof is not None else "no profile data"
+        raise UserError(f"pass 1 (profile) failed with exit code {res1.exit_code} after {res1.seconds:.2f} s "
+                        f"({why}); stopping. Its data is kept in {res1.directory}")
+
+    # ---- map
+    console.rule("[bold]map")
+    if mode == "whole-cluster":
+        idle = cluster.idle_nodes()
+        hosts = idle
+        if mopts.get("machine_file"):
+            from mapper.options import spec_from_options
+            known = spec_from_options({"machine_file": mopts["machine_file"]}).get("hosts", [])
+            hosts = [h for h in known if h in idle]
+        if not hosts:
+            raise UserError("mode whole-cluster: no idle node is available")
+    else:
+        hosts = cluster.allocation_nodes() if inside else _hosts_from_profile(prof)
+    mo = dict(mopts)
+    if mo.get("machine_file") and mode == "whole-cluster":
+        mo = _machine_for_hosts(mo, hosts)
+    elif not mo.get("machine_file"):
+        mo["nodes"] = ",".join(hosts)      # node internals: --node-topology, else what Slurm says
+    t0 = time.monotonic()
+    rep = run_map(str(res1.directory), fmt="profile", model=model, allow_partial=False, mopts=mo,
+                  algorithm=algorithm, seed=seed, tries=3, time_limit=None, refine=True, fill="packed",
+                  mode=mode, out=str(base / "mapping"), force=False, plots_on=True, console=console)
+    record["mapping"] = {"directory": str(base / "mapping"), "seconds": round(time.monotonic() - t0, 3),
+                         "nodes": rep["nodes"], "chosen": rep["chosen"]}
+    save()
+
+    # ---- pass 2: relaunch on the mapping
+    console.rule("[bold]pass 2: relaunch")
+    plan = relaunch.srun_plan(base / "mapping", list(app), srun_args=common + list(srun_args), preload=preload,
+                              mpi=mpi or res1.mpi)
+    console.print(plan.line())
+    console.print(f"cores bound with {plan.binding}")
+    code2, secs2 = relaunch.execute(plan)
+    record["passes"]["relaunch"] = {"exit_code": code2, "seconds": round(secs2, 3), "command": plan.line(),
+                                    "binding": plan.binding}
+    save()
+    console.print(f"pass 2: exit {code2} after {secs2:.2f} s")
+    summary(console, base, record, rep)
+    return 0 if code2 == 0 else (code2 if 0 < code2 < 256 else 1)
+
+
+def _machine_for_hosts(mopts: dict, hosts: list[str]) -> dict:
+    """The cluster's machine file reduced to the available hosts."""
+    from mapper.options import spec_from_options
+    spec = spec_from_options({"machine_file": mopts["machine_file"]})
+    out = dict(mopts, machine_file=None, nodes=",".join(h for h in spec["hosts"] if h in hosts))
+    out["topologies"] = tuple(spec.get("node_topology") or ())
+    out["torus"], out["mesh"], out["switches"] = spec.get("torus"), spec.get("mesh"), spec.get("switch_tree")
+    out["level_costs"] = spec.get("level_costs")
+    if spec.get("coords"):
+        import tempfile
+        f = tempfile.NamedTemporaryFile("w", suffix=".coords", delete=False)
+        for h, c in spec["coords"].items():
+            f.write(f"{h} {' '.join(map(str, c))}\n")
+        f.close()
+        out["coords"] = f.name
+    return out
+
+
+def summary(console: Console, base: Path, record: dict, rep: dict) -> None:
+    t = Table(title="rankmap run", show_edge=False)
+    for col in ("step", "exit", "seconds", "output"):
+        t.add_column(col, justify="right" if col in ("exit", "seconds") else "left")
+    p1, p2 = record["passes"]["profile"], record["passes"]["relaunch"]
+    t.add_row("1 profile", str(p1["exit_code"]), f"{p1['seconds']:.2f}", p1["directory"])
+    t.add_row("map", "0", f"{record['mapping']['seconds']:.2f}", record["mapping"]["directory"])
+    t.add_row("2 relaunch", str(p2["exit_code"]), f"{p2['seconds']:.2f}", p2["command"][:80])
+    console.print(t)
+    m = rep["metrics"]
+    console.print(f"mapped vs block: SUM_COM {m['rankmap']['sum_com'] / max(m['block']['sum_com'], 1e-300):.3f}x, "
+                  f"inter-node bytes {m['rankmap']['internode_fraction']:.1%} vs {m['block']['internode_fraction']:.1%}, "
+                  f"max link load {m['rankmap']['max_link_load']:.4g} vs {m['block']['max_link_load']:.4g} B")
+    console.print(f"everything is in {base}")
+
+
+def sbatch_script(app: list[str], ntasks: int, nodes: int | None, out_dir: str, mopts_args: list[str],
+                  time_minutes: int | None, extra_sbatch: list[str], rankmap: str | None = None) -> str:
+    """A batch script that profiles, maps and relaunches in one allocation."""
+    rm = rankmap or os.path.join(os.path.dirname(sys.executable), "rankmap")
+    q = shlex.quote
+    app_s = " ".join(q(a) for a in app)
+    lines = ["#!/bin/bash", f"#SBATCH -n {ntasks}"]
+    if nodes:
+        lines.append(f"#SBATCH -N {nodes}")
+    if time_minutes:
+        lines.append(f"#SBATCH -t {time_minutes}")
+    lines.append(f"#SBATCH -o {q(out_dir)}/slurm-%j.out")
+    lines += [f"#SBATCH {a}" for a in extra_sbatch]
+    lines += [
+        "# written by `rankmap sbatch`: profile, map onto this allocation, relaunch on the mapping",
+        "set -euo pipefail",
+        f"OUT={q(out_dir)}",
+        'echo "allocation $SLURM_JOB_ID: $SLURM_JOB_NODELIST"',
+        f'{q(rm)} profile --launcher srun --out "$OUT/profile" -- srun -K -n {ntasks} {app_s}',
+        f'{q(rm)} map "$OUT/profile" --nodes "$SLURM_JOB_NODELIST" {" ".join(q(a) for a in mopts_args)} '
+        f'--out "$OUT/mapping" --plots',
+        f'{q(rm)} srun "$OUT/mapping" -- {app_s}',
+        'echo "rankmap sbatch: done"',
+    ]
+    return "\n".join(lines) + "\n"

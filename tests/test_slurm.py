@@ -1,0 +1,219 @@
+"""The Slurm workflow on a real local cluster (4 nodes, real daemons): profile under srun,
+map, relaunch with srun -m arbitrary — checked rank by rank (MPI rank, SLURM_PROCID,
+hostname, CPU affinity against the mapping); the sbatch script, the mpirun path, mode
+whole-cluster, and failures giving clear errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import LOCALCLUSTER, app
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slurm
+
+
+def rankmap(env, *args, timeout=300, cwd=None):
+    e = dict(env, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "mapper.cli", *map(str, args)], capture_output=True, text=True,
+                          env=e, timeout=timeout, cwd=cwd)
+
+
+def where_lines(text: str) -> dict[int, tuple]:
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("WHERE "):
+            _, rank, procid, host, cpus = line.split()
+            out[int(rank)] = (procid, host, cpus)
+    return out
+
+
+def check_placement(where: dict, mapping: Path, ntasks: int):
+    """Every rank is where the mapping put it: host and bound core (the local cluster's
+    nodes are this host's CPUs, logical core c = CPU c)."""
+    rows = [ln.split() for ln in (mapping / "binding.txt").read_text().splitlines() if not ln.startswith("#")]
+    assert sorted(where) == list(range(ntasks)), where
+    for rank, (procid, host, cpus) in where.items():
+        assert procid == str(rank), f"rank {rank} has SLURM_PROCID {procid}"
+        assert host == rows[rank][1], f"rank {rank} on {host}, mapped to {rows[rank][1]}"
+        assert cpus == rows[rank][2], f"rank {rank} bound to CPUs {cpus}, mapped to core {rows[rank][2]}"
+
+
+def test_cluster_is_real(slurm_cluster):
+    env = slurm_cluster
+    again = subprocess.run([str(LOCALCLUSTER), "up"], env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "already up" in again.stdout          # idempotent
+    res = subprocess.run(["srun", "-K", "-t", "1", "-N", "4", "-n", "4", "hostname"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert sorted(res.stdout.split()) == ["n1", "n2", "n3", "n4"]           # each node its own hostname
+    status = subprocess.run([str(LOCALCLUSTER), "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0 and status.stdout.count("running") == 6
+
+
+@pytest.fixture(scope="module")
+def workflow(slurm_cluster, apps, tmp_path_factory):
+    d = tmp_path_factory.mktemp("wf") / "run"
+    res = rankmap(slurm_cluster, "run", "-n", 8, "-N", 4, "-t", 2, "--out", d, "--", app(apps, "placement", "openmpi"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    return d, res.stdout
+
+
+def test_two_pass_workflow_places_every_rank(workflow):
+    d, out = workflow
+    # pass 1 ran with block placement; pass 2 on the mapping
+    relaunch = out.split("pass 2: relaunch", 1)[1]
+    check_placement(where_lines(relaunch), d / "mapping", 8)
+    rep = json.loads((d / "mapping" / "report.json").read_text())
+    assert rep["metrics"]["rankmap"]["internode_fraction"] < rep["metrics"]["block"]["internode_fraction"]
+    wf = json.loads((d / "workflow.json").read_text())
+    assert wf["passes"]["profile"]["exit_code"] == 0 and wf["passes"]["relaunch"]["exit_code"] == 0
+    assert "SLURM_HOSTFILE=" in wf["passes"]["relaunch"]["command"]
+    # the heavy partners (i, i+4) share a node after mapping
+    hosts = (d / "mapping" / "hostfile").read_text().split()
+    assert all(hosts[i] == hosts[i + 4] for i in range(4))
+
+
+def test_srun_wrapper_rebinds_a_per_node_layout(slurm_cluster, apps, workflow, tmp_path):
+    d, _ = workflow
+    m = tmp_path / "swapped"
+    m.mkdir()
+    # node n1 gets its ranks on cores (1, 0), the others on (0, 1): no single map_cpu list fits
+    rows = [ln.split() for ln in (d / "mapping" / "binding.txt").read_text().splitlines() if not ln.startswith("#")]
+    seen = {}
+    for r in rows:
+        k = seen.setdefault(r[1], 0)
+        seen[r[1]] += 1
+        r[2] = str(1 - k if r[1] == "n1" else k)
+    (m / "binding.txt").write_text("".join(" ".join(r) + "\n" for r in rows))
+    (m / "hostfile").write_text((d / "mapping" / "hostfile").read_text())
+    (m / "machine.json").write_text((d / "mapping" / "machine.json").read_text())
+    dry = rankmap(slurm_cluster, "srun", m, "--dry-run", "--", "true")
+    assert dry.returncode == 0 and "rankmap-bind" in dry.stdout and "--cpu-bind=none" in dry.stdout
+    res = rankmap(slurm_cluster, "srun", m, "--srun-arg=-K", "--srun-arg=-t", "--srun-arg=2", "--",
+                  app(apps, "placement", "openmpi"))
+    assert res.returncode == 0, res.stderr
+    check_placement(where_lines(res.stdout), m, 8)
+
+
+def test_inside_an_allocation(slurm_cluster, apps, tmp_path):
+    d = tmp_path / "inside"
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "3", sys.executable, "-m", "mapper.cli", "run",
+                          "--out", str(d), "-t", "2", "--", str(app(apps, "placement", "openmpi"))],
+                         env=e, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    check_placement(where_lines(res.stdout.split("pass 2: relaunch", 1)[1]), d / "mapping", 8)
+    assert json.loads((d / "workflow.json").read_text())["inside_allocation"] is True
+
+
+def test_mpich_program_under_srun(slurm_cluster, apps, tmp_path):
+    d = tmp_path / "mpich"
+    res = rankmap(slurm_cluster, "run", "-n", 8, "-N", 4, "-t", 2, "--out", d, "--",
+                  app(apps, "placement", "mpich"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    check_placement(where_lines(res.stdout.split("pass 2: relaunch", 1)[1]), d / "mapping", 8)
+
+
+def test_sbatch_two_pass_script(slurm_cluster, apps, tmp_path):
+    d = tmp_path / "batch"
+    res = rankmap(slurm_cluster, "sbatch", "-n", 8, "-N", 4, "-t", 3, "--out", d, "--submit", "--",
+                  app(apps, "placement", "openmpi"))
+    assert res.returncode == 0, res.stderr
+    job = res.stdout.strip().splitlines()[-1]
+    assert job.isdigit()
+    state = ""
+    for _ in range(240):
+        out = subprocess.run(["scontrol", "show", "job", job], env=slurm_cluster, capture_output=True, text=True).stdout
+        state = next((t.split("=", 1)[1] for t in out.split() if t.startswith("JobState=")), "")
+        if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
+            break
+        time.sleep(0.5)
+    log = (d / f"slurm-{job}.out").read_text()
+    assert state == "COMPLETED", log
+    # the relaunch is the second set of WHERE lines in the job's output
+    second = log.split("rankmap map", 1)[1]
+    check_placement(where_lines(second), d / "mapping", 8)
+
+
+def test_mpirun_rankfile_path(slurm_cluster, apps, workflow):
+    d, _ = workflow
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "2", sys.executable, "-m", "mapper.cli", "mpirun",
+                          str(d / "mapping"), "--", str(app(apps, "placement", "openmpi"))],
+                         env=e, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = [ln.split() for ln in (d / "mapping" / "binding.txt").read_text().splitlines() if not ln.startswith("#")]
+    where = where_lines(res.stdout)
+    assert sorted(where) == list(range(8))
+    for rank, (_, host, cpus) in where.items():        # under mpirun SLURM_PROCID is the daemon's
+        assert (host, cpus) == (rows[rank][1], rows[rank][2])
+
+
+def test_whole_cluster_mode_chooses_neighbours(slurm_cluster, apps, tmp_path):
+    """A 4-node ring n1-n3-n2-n4 (coordinates scrambled against the names): 4 ranks in pairs
+    need 2 nodes; the chosen two must be ring neighbours."""
+    coords = {"n1": [0], "n3": [1], "n2": [2], "n4": [3]}
+    machine = tmp_path / "cluster.json"
+    machine.write_text(json.dumps({"hosts": ["n1", "n2", "n3", "n4"], "node_topology": ["pack:2 core:1"],
+                                   "torus": "4", "coords": coords}))
+    d = tmp_path / "whole"
+    res = rankmap(slurm_cluster, "run", "-n", 4, "-N", 4, "-t", 2, "--mode", "whole-cluster", "--machine", machine,
+                  "--out", d, "--", app(apps, "placement", "openmpi"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    chosen = json.loads((d / "workflow.json").read_text())["mapping"]["nodes"]
+    assert len(chosen) == 2
+    a, b = (coords[h][0] for h in chosen)
+    assert (a - b) % 4 in (1, 3), chosen
+    check_placement(where_lines(res.stdout.split("pass 2: relaunch", 1)[1]), d / "mapping", 4)
+
+
+# --------------------------------------------------------------------------- failures
+
+def one_line(res, fragment):
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr, res.stderr
+    errs = [ln for ln in res.stderr.splitlines() if ln.startswith("rankmap: error")]
+    assert len(errs) == 1 and fragment in errs[0], res.stderr
+
+
+def test_profile_pass_crash_stops_the_workflow(slurm_cluster, apps, tmp_path):
+    d = tmp_path / "crash"
+    res = rankmap(slurm_cluster, "run", "-n", 4, "-N", 2, "-t", 2, "--out", d, "--",
+                  app(apps, "placement", "openmpi"), "crash")
+    one_line(res, "pass 1 (profile) failed")
+    assert (d / "profile").is_dir() and list((d / "profile").glob("ranks.*.rmp"))   # its data is kept
+    assert not (d / "mapping").exists()
+
+
+def test_wrong_rank_count(slurm_cluster, workflow):
+    d, _ = workflow
+    one_line(rankmap(slurm_cluster, "srun", d / "mapping", "--srun-arg=-n", "--srun-arg=4", "--", "true"),
+             "the mapping decides the task count")
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    res = subprocess.run(["salloc", "-N", "4", "-n", "4", "-t", "1", sys.executable, "-m", "mapper.cli", "srun",
+                          str(d / "mapping"), "--", "true"], env=e, capture_output=True, text=True, timeout=120)
+    one_line(res, "is for 8 ranks but this allocation has SLURM_NTASKS=4")
+
+
+def test_host_not_in_allocation(slurm_cluster, workflow):
+    d, _ = workflow
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    res = subprocess.run(["salloc", "-w", "n1,n2", "-N", "2", "-n", "8", "--overcommit", "-t", "1", sys.executable,
+                          "-m", "mapper.cli", "srun", str(d / "mapping"), "--", "true"],
+                         env=e, capture_output=True, text=True, timeout=120)
+    one_line(res, "is not in this allocation")
+
+
+def test_node_down(slurm_cluster, workflow):
+    d, _ = workflow
+    env = slurm_cluster
+    subprocess.run(["scontrol", "update", "nodename=n4", "state=down", "reason=rankmap-test"], env=env, check=True)
+    try:
+        one_line(rankmap(env, "srun", d / "mapping", "--", "true"), "node n4 is down")
+    finally:
+        subprocess.run(["scontrol", "update", "nodename=n4", "state=resume"], env=env, check=True)
