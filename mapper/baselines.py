@@ -17,15 +17,11 @@ def block(n: int, machine: Machine) -> np.ndarray:
 
 def cyclic(n: int, machine: Machine) -> np.ndarray:
     """Rank r on node r mod N (skipping full nodes), each node's slots in order."""
-    per_node = [list(np.flatnonzero(machine.slot_node == k)) for k in range(machine.nnodes)]
-    out = np.empty(n, dtype=np.int64)
-    k = 0
-    for r in range(n):
-        while not per_node[k % machine.nnodes]:
-            k += 1
-        out[r] = per_node[k % machine.nnodes].pop(0)
-        k += 1
-    return out
+    per_node = machine.slots_by_node()
+    # round r takes the r-th slot of every node that still has one, in node order
+    depth = max(len(p) for p in per_node)
+    order = [p[r] for r in range(depth) for p in per_node if r < len(p)]
+    return np.array(order[:n], dtype=np.int64)
 
 
 def random(n: int, machine: Machine, seed: int) -> np.ndarray:
@@ -40,7 +36,7 @@ def from_placement(placement: list | None, machine: Machine) -> np.ndarray | Non
     index = {h: i for i, h in enumerate(machine.hosts)}
     if any(h not in index for h, _ in placement):
         return None
-    free = {k: list(np.flatnonzero(machine.slot_node == k)) for k in range(machine.nnodes)}
+    free = {k: list(v) for k, v in enumerate(machine.slots_by_node())}
     out = np.full(len(placement), -1, dtype=np.int64)
     pending = []
     for r, (h, cpus) in enumerate(placement):

@@ -105,7 +105,7 @@ def show_profile(rundir, top, model, show_ranks, heatmap, as_json):
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["profiler", "collectives", "bind"]))
+@click.argument("kind", type=click.Choice(["profiler", "collectives", "bind", "probe"]))
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="MPI variant (default: the default MPI).")
 def libpath(kind, mpi):
     """Print the path of a built library (for LD_PRELOAD or linking)."""
@@ -202,7 +202,7 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
 def _machine_args(mopts: dict) -> list[str]:
     """The machine options back as command-line arguments (for generated scripts)."""
     out = []
-    flags = {"nodes": "--nodes", "torus": "--torus", "mesh": "--mesh", "coords": "--coords",
+    flags = {"nodes": "--nodes", "torus": "--torus", "mesh": "--mesh", "coords": "--coords", "hop_cost": "--hop-cost",
              "switches": "--switch-tree", "level_costs": "--level-costs", "ranks_per_node": "--ranks-per-node",
              "machine_file": "--machine"}
     for k, flag in flags.items():
@@ -242,16 +242,17 @@ def _preload(collectives: bool, mpi: str | None):
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="MPI of the program (default: detected).")
 @click.option("--preload-collectives", is_flag=True, help="Relaunch with rankmap's collective kernels preloaded.")
 @click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", help="Extra argument for both sruns.")
+@click.option("--verify", is_flag=True, help="Profile pass 2 too and check every rank's host and cores.")
 @click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
 def run(ntasks, nodes_count, out, mode, algorithm, seed, model, time_minutes, mpi, preload_collectives, srun_args,
-        app, **mopts):
+        verify, app, **mopts):
     """Profile APP under srun, map it, relaunch it with srun -m arbitrary on the mapping.
 
     Example (inside salloc -N4 -n8, or outside with -n 8 -N 4): rankmap run -- ./app args
     """
     from slurm.workflow import run_workflow
     sys.exit(run_workflow(list(app), ntasks, nodes_count, out, mode, mopts, algorithm, seed, model, time_minutes,
-                          mpi, _preload(preload_collectives, mpi), list(srun_args), console))
+                          mpi, _preload(preload_collectives, mpi), list(srun_args), console, verify))
 
 
 @cli.command("srun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True})
@@ -312,6 +313,19 @@ def sbatch(ntasks, nodes_count, out, script_path, submit, time_minutes, sbatch_a
     if submit:
         from slurm.cluster import query
         console.print(query(["sbatch", "--parsable", str(path)]).strip())
+
+
+@cli.command()
+@machine_options
+@click.option("--out", default="levels.json", show_default=True, metavar="FILE", help="Level-cost file to write.")
+@click.option("--mpi", type=click.Choice(["openmpi", "mpich"]))
+@click.option("--reps", default=50, show_default=True, help="Repetitions of each measurement (median).")
+def probe(out, mpi, reps, **mopts):
+    """Measure latency and bandwidth between two cores of a socket, two sockets, neighbour
+    and distant nodes (plus LogP o, g, L and the reduction cost), and write the level-cost
+    file for `map --level-costs @FILE`."""
+    from slurm.probe import run_probe
+    run_probe(mopts, out, mpi, reps, console)
 
 
 @cli.command()

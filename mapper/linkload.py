@@ -41,7 +41,6 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     if not len(g_all):
         return slot, {}
     w_all = Q[g_all, h_all]
-    c_node = machine.level_costs[machine.node_level]
     kind = np.array([hash(t.spec) for t in machine.topos])   # nodes trade contents only with their own kind
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
     loads = net.link_loads(pos[g_all], pos[h_all], w_all).ravel()
@@ -104,5 +103,4 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     by_node_core = {(int(n_of[s]), int(machine.slot_core[s])): s for s in range(machine.nslots)}
     for r, s_ in enumerate(slot):
         new[r] = by_node_core[(int(pos[int(n_of[s_])]), int(machine.slot_core[s_]))]
-    del c_node
     return new, {"max_link_load_before": start[0], "max_link_load_after": float(loads.max())}

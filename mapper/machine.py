@@ -7,8 +7,9 @@ tree; the last of them is the node), or `node` (flat network or torus), then `pa
 slots follows TreeMatch's accumulated convention: a pair that first differs at level l
 pays the sum of the level costs from l down to the bottom (two cores of one socket pay
 the last cost; two nodes pay all of them). On a torus, two nodes `h` links apart pay
-the costs below the node level plus h times the node-level cost (so neighbours pay what
-a tree would charge). Slots on the same core cost 0."""
+what a tree charges for two nodes (the costs from the node level down) plus the hop cost
+for each link after the first (by default the hop cost is the node-level cost: h times
+it). Slots on the same core cost 0."""
 from __future__ import annotations
 
 import json
@@ -48,10 +49,17 @@ class Machine:
     slot_core: np.ndarray        # per slot: hwloc logical core index within its node
     lvl: np.ndarray              # (slots, levels): group id at each level
     acc: np.ndarray              # acc[l]: cost of a pair first differing at level l (acc[L] = 0)
+    hop_cost: float = 0.0        # torus: each link after the first (the first costs the node level)
 
     @property
     def nslots(self) -> int:
         return len(self.slot_node)
+
+    def slots_by_node(self) -> list[np.ndarray]:
+        """Each node's slots in slot order (one sort, not a scan per node)."""
+        order = np.argsort(self.slot_node, kind="stable")
+        bounds = np.searchsorted(self.slot_node[order], np.arange(self.nnodes + 1))
+        return [order[bounds[k]:bounds[k + 1]] for k in range(self.nnodes)]
 
     @property
     def nnodes(self) -> int:
@@ -64,6 +72,8 @@ class Machine:
         parts = [f"{hostnames.compress(hs)} ({k})" for k, hs in kinds.items()]
         net = self.network.describe() if self.network is not None else "one switch"
         costs = ", ".join(f"{n} {c:g}" for n, c in zip(self.level_names, self.level_costs))
+        if isinstance(self.network, Torus) and self.hop_cost != self.level_costs[self.node_level]:
+            costs += f", hop {self.hop_cost:g}"
         return f"{self.nnodes} nodes: {'; '.join(parts)}; network {net}; {self.nslots} slots; level costs {costs}"
 
     # ------------------------------------------------------------------ distances
@@ -87,7 +97,7 @@ class Machine:
                 inter = first <= self.node_level
                 if inter.any():
                     na, nb = self.slot_node[a[inter]], self.slot_node[b[inter]]
-                    d[inter] = self.acc[self.node_level + 1] + self.level_costs[self.node_level] * self.network.hops(na, nb)
+                    d[inter] = self.acc[self.node_level] + self.hop_cost * (self.network.hops(na, nb) - 1)
             out[lo:lo + len(a)] = d
         return out
 
@@ -112,7 +122,8 @@ class Machine:
         """Machine tree over the given nodes (default all): network subtrees (compact
         sub-tori, or switches), then each node's packages, NUMA nodes and cores."""
         nodes = np.arange(self.nnodes) if nodes is None else np.asarray(nodes)
-        by_node = {int(n): self._node_subtree(int(n)) for n in nodes}
+        per = self.slots_by_node()
+        by_node = {int(n): self._node_subtree(int(n), per[int(n)]) for n in nodes}
         if isinstance(self.network, Torus):
             root = self._torus_split(nodes, by_node)
         elif isinstance(self.network, SwitchTree):
@@ -122,9 +133,7 @@ class Machine:
             root = TreeNode(np.concatenate([k.slots for k in kids]), kids, "network")
         return root
 
-    def _node_subtree(self, n: int) -> TreeNode:
-        idx = np.flatnonzero(self.slot_node == n)
-        lv = self.lvl[idx]
+    def _node_subtree(self, n: int, idx: np.ndarray) -> TreeNode:
         # levels below the node: group the slots level by level
         def build(slots, level, label):
             if level >= self.lvl.shape[1]:
@@ -139,7 +148,6 @@ class Machine:
             if len(kids) == 1:
                 return kids[0]
             return TreeNode(slots, kids, label)
-        del lv
         return build(idx, self.node_level + 1, self.hosts[n])
 
     def _torus_split(self, nodes: np.ndarray, by_node: dict) -> TreeNode:
@@ -196,6 +204,27 @@ def parse_topologies(specs: list[str], hosts: list[str]) -> list:
     return out
 
 
+def parse_hop_cost(text: str | None, level_costs: str | None, node_cost: float) -> float:
+    """--hop-cost, else "hop" in a level-cost file, else the node-level cost."""
+    if text is not None:
+        try:
+            v = float(text)
+        except ValueError:
+            raise UserError(f"--hop-cost {text!r} is not a number") from None
+        if not np.isfinite(v) or v < 0:
+            raise UserError("--hop-cost must be finite and non-negative")
+        return v
+    if level_costs and level_costs.startswith("@"):
+        try:
+            data = json.loads(Path(level_costs[1:]).read_text())
+        except (OSError, ValueError):
+            data = {}
+        data = data.get("level_costs", data) if isinstance(data, dict) else {}
+        if isinstance(data, dict) and "hop" in data:
+            return float(data["hop"])
+    return float(node_cost)
+
+
 def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
     """Comma-separated costs top to bottom, or @FILE (JSON: a list, or {"level_costs":
     {name: cost}} as `rankmap probe` writes). Where a package holds several NUMA nodes
@@ -233,7 +262,7 @@ def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
 
 def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mesh: str | None = None,
           coords: str | None = None, switches: str | None = None, level_costs: str | None = None,
-          ranks_per_node: int | None = None, oversubscribe: int = 1) -> Machine:
+          ranks_per_node: int | None = None, oversubscribe: int = 1, hop_cost: str | None = None) -> Machine:
     if not hosts:
         raise UserError("empty node list")
     topos = parse_topologies(topo_specs, hosts)
@@ -258,30 +287,36 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     costs = parse_level_costs(level_costs, names)
     node_level = names.index("node")
 
-    slot_node, slot_core = [], []
-    for n, t in enumerate(topos):
-        cores = _cores_used(t, ranks_per_node)
-        for c in cores:
-            slot_node += [n] * oversubscribe
-            slot_core += [c] * oversubscribe
-    slot_node = np.array(slot_node, dtype=np.int64)
-    slot_core = np.array(slot_core, dtype=np.int64)
+    used = {}
+    per_node = [used.setdefault(id(t), np.repeat(np.array(_cores_used(t, ranks_per_node), dtype=np.int64),
+                                                 oversubscribe)) for t in topos]
+    slot_node = np.repeat(np.arange(len(topos), dtype=np.int64), [len(c) for c in per_node])
+    slot_core = np.concatenate(per_node)
     maxc = max(t.cores for t in topos)
     cols = []
     if isinstance(network, SwitchTree):
         cols += [network.groups[slot_node, l] for l in range(network.groups.shape[1])]
     else:
         cols.append(slot_node)
-    pkg = np.array([topos[n].core_package[c] for n, c in zip(slot_node, slot_core)], dtype=np.int64)
+    # per node kind, a table core -> package / NUMA node (nodes share a few kinds)
+    kinds = {}
+    kind_of = np.array([kinds.setdefault(id(t), len(kinds)) for t in topos], dtype=np.int64)
+    uniq = {kinds[id(t)]: t for t in topos}
+    pkg_tab = np.zeros((len(kinds), maxc), dtype=np.int64)
+    numa_tab = np.zeros((len(kinds), maxc), dtype=np.int64)
+    for k, t in uniq.items():
+        pkg_tab[k, :t.cores] = t.core_package
+        numa_tab[k, :t.cores] = t.core_numa
+    pkg = pkg_tab[kind_of[slot_node], slot_core]
     cols.append(slot_node * maxc + pkg)
     if numa_level:
-        numa = np.array([topos[n].core_numa[c] for n, c in zip(slot_node, slot_core)], dtype=np.int64)
-        cols.append(slot_node * maxc + numa)
+        cols.append(slot_node * maxc + numa_tab[kind_of[slot_node], slot_core])
     cols.append(slot_node * maxc + slot_core)
     lvl = np.stack(cols, axis=1)
     acc = np.concatenate([np.cumsum(costs[::-1])[::-1], [0.0]])
+    hop = parse_hop_cost(hop_cost, level_costs, costs[node_level])
     return Machine(hosts=list(hosts), topos=topos, network=network, level_names=names, level_costs=costs,
-                   node_level=node_level, slot_node=slot_node, slot_core=slot_core, lvl=lvl, acc=acc)
+                   node_level=node_level, slot_node=slot_node, slot_core=slot_core, lvl=lvl, acc=acc, hop_cost=hop)
 
 
 def _cores_used(t, ranks_per_node: int | None) -> list[int]:

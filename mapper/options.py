@@ -27,6 +27,8 @@ def machine_options(f):
         click.option("--level-costs", metavar="LIST|@FILE",
                      help="Link cost per level, top (between nodes) to bottom (cores of one socket), TreeMatch's "
                      "accumulated convention; default 1000,100,10; @FILE reads `rankmap probe` output."),
+        click.option("--hop-cost", metavar="COST", help="Torus: cost of each link after the first (default: the node-level "
+                     "cost; a level-cost file may give it as 'hop')."),
         click.option("--ranks-per-node", type=int, metavar="K", help="Use only K cores per node, spread over its packages."),
         click.option("--oversubscribe", type=int, default=1, show_default=True, metavar="N", help="N ranks per core."),
         click.option("--machine", "machine_file", metavar="DIR|FILE", help="machine.json of an earlier mapping."),
@@ -86,7 +88,7 @@ def spec_from_options(o: dict, default_hosts: list[str] | None = None) -> dict:
         topos = from_slurm or []
     return {"hosts": hosts, "node_topology": topos, "torus": o.get("torus"),
             "mesh": o.get("mesh"), "coords": o.get("coords"), "switch_tree": o.get("switches"),
-            "level_costs": o.get("level_costs"), "ranks_per_node": o.get("ranks_per_node"),
+            "level_costs": o.get("level_costs"), "hop_cost": o.get("hop_cost"), "ranks_per_node": o.get("ranks_per_node"),
             "oversubscribe": o.get("oversubscribe") or 1}
 
 
@@ -94,7 +96,7 @@ def build(spec: dict):
     m = machine_mod.build(spec["hosts"], spec["node_topology"], torus=spec.get("torus"), mesh=spec.get("mesh"),
                           coords=spec.get("coords"), switches=spec.get("switch_tree"),
                           level_costs=spec.get("level_costs"), ranks_per_node=spec.get("ranks_per_node"),
-                          oversubscribe=spec.get("oversubscribe") or 1)
+                          oversubscribe=spec.get("oversubscribe") or 1, hop_cost=spec.get("hop_cost"))
     return m
 
 
@@ -103,6 +105,7 @@ def frozen_spec(spec: dict, m) -> dict:
     out = dict(spec)
     out["hosts"] = list(m.hosts)
     out["level_costs"] = ",".join(f"{c:g}" for c in m.level_costs)
+    out["hop_cost"] = f"{m.hop_cost:g}"
     if isinstance(m.network, Torus):
         out["coords"] = {h: [int(x) for x in c] for h, c in zip(m.hosts, m.network.coords)}
     by_spec = {}

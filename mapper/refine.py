@@ -78,7 +78,7 @@ class Problem:
         self.s = _Problem(graph.n, _p(xadj), _p(adj), _p(w, PD), machine.nslots, machine.lvl.shape[1],
                           machine.node_level, _p(lvl), _p(acc, PD), len(dims) if torus else 0, _p(dims),
                           wrap.ctypes.data_as(C.POINTER(C.c_uint8)), _p(coords),
-                          float(machine.level_costs[machine.node_level]), cand, _p(grp), _p(ptr), _p(gslots),
+                          float(machine.hop_cost), cand, _p(grp), _p(ptr), _p(gslots),
                           len(ptr) - 1, len(glev) - 1, _p(glev), _p(gptr), _p(gslot))
 
     def cost(self, slot_of_rank: np.ndarray) -> float:

@@ -96,7 +96,7 @@ def _deco(machine: Machine, work: Path) -> Path:
             for i in range(len(heads)):
                 for j in range(i + 1, len(heads)):
                     link(heads[i], heads[j], float(costs[lv]))
-    first = {n: int(np.flatnonzero(machine.slot_node == n)[0]) for n in range(machine.nnodes)}
+    first = {n: int(s[0]) for n, s in enumerate(machine.slots_by_node())}
     net = machine.network
     cn = float(costs[machine.node_level])
     if isinstance(net, Torus):

@@ -103,7 +103,7 @@ def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np
         raise UserError(f"{p}: {e.strerror}") from None
     rows = [(i, ln.split()) for i, ln in enumerate(lines, 1) if ln.strip() and not ln.lstrip().startswith("#")]
     index = {h: k for k, h in enumerate(machine.hosts)}
-    free = {k: list(np.flatnonzero(machine.slot_node == k)) for k in range(machine.nnodes)}
+    free = {k: list(v) for k, v in enumerate(machine.slots_by_node())}
     binding = rows and len(rows[0][1]) >= 3 and rows[0][1][0].isdigit()
     slot = np.full(len(rows), -1, dtype=np.int64)
     for pos, (lineno, f) in enumerate(rows):

@@ -121,7 +121,9 @@ def map_cpu_list(m: Mapping) -> list[int] | None:
 
 
 def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | None = None, ntasks: int | None = None,
-              preload: list[str] | None = None, force_wrapper: bool = False, mpi: str | None = None) -> Plan:
+              preload: list[str] | None = None, force_wrapper: bool = False, mpi: str | None = None,
+              task_env: dict | None = None) -> Plan:
+    """task_env: variables for the tasks only (passed with --export, like the preloads)."""
     m = load_mapping(mapping)
     if not program:
         raise UserError("give the program after --, e.g. rankmap srun map1/ -- ./app args")
@@ -136,7 +138,7 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
     uniq = list(dict.fromkeys(m.hosts))
     if cluster.in_allocation():
         want = os.environ.get("SLURM_NTASKS")
-        if want and int(want) != m.ntasks:
+        if want and int(want) < m.ntasks:
             raise UserError(f"the mapping in {m.path} is for {m.ntasks} ranks but this allocation has "
                             f"SLURM_NTASKS={want}")
         alloc = set(cluster.allocation_nodes())
@@ -158,11 +160,42 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
         argv.append("--cpu-bind=none")
         binding = "rankmap-bind (per-node layouts differ)"
         cmd = [str(native.artifact("bind")), str(m.path / "binding.txt"), *program]
+    exports = dict(task_env or {})
     if preload:
-        argv.append("--export=ALL,LD_PRELOAD=" + ":".join(preload))
+        exports["LD_PRELOAD"] = ":".join(preload)
+    if exports:
+        argv.append("--export=ALL," + ",".join(f"{k}={v}" for k, v in exports.items()))
     argv += list(srun_args or [])
     return Plan(argv=argv + cmd, env={"SLURM_HOSTFILE": str(m.path / "hostfile")}, ntasks=m.ntasks, hosts=uniq,
                 binding=binding)
+
+
+def verify(mapping: str | Path, rundir: str | Path) -> list[dict]:
+    """Where every rank of a relaunch really ran (from its profile: host and CPU affinity)
+    against the mapping; one row per rank with ok = True when both match."""
+    from profiler.rundir import read_run
+    m = load_mapping(mapping)
+    prof = read_run(rundir)
+    if prof.size != m.ntasks:
+        raise UserError(f"the relaunch had {prof.size} ranks, the mapping {m.ntasks}")
+    rows = []
+    for r in range(m.ntasks):
+        rec = prof.ranks[r]
+        want = sorted({c for core in m.cores[r] for c in _os_cpus(m, m.hosts[r], core)})
+        host = rec.hostname if rec else "?"
+        cpus = _cpu_set(rec.affinity_init) if rec else []
+        rows.append({"rank": r, "mapped_host": m.hosts[r], "mapped_cpus": want, "host": host, "cpus": cpus,
+                     "ok": host == m.hosts[r] and cpus == want})
+    return rows
+
+
+def _cpu_set(text: str) -> list[int]:
+    out = set()
+    for part in (text or "").split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return sorted(out)
 
 
 def mpirun_plan(mapping: str | Path, program: list[str], mpi: str | None = None,

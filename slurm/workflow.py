@@ -43,7 +43,7 @@ def _hosts_from_profile(prof) -> list[str]:
 
 def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str | None, mode: str, mopts: dict,
                  algorithm: str, seed: int, model: str, time_minutes: int | None, mpi: str | None,
-                 preload: list[str] | None, srun_args: list[str], console: Console) -> int:
+                 preload: list[str] | None, srun_args: list[str], console: Console, verify: bool = False) -> int:
     if not app:
         raise UserError("give the program after --, e.g. rankmap run -n 8 -- ./app args")
     cluster.need("srun")
@@ -112,8 +112,16 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
 
     # ---- pass 2: relaunch on the mapping
     console.rule("[bold]pass 2: relaunch")
+    task_env = None
+    if verify:   # pass 2 runs under the profiler too: it records where every rank really ran
+        import uuid
+        from profiler import native
+        preload = [str(native.artifact("profiler", mpi or res1.mpi))] + list(preload or [])
+        task_env = {"RANKMAP_PROFILE_DIR": str(base / "relaunch-profile"),
+                    "RANKMAP_PROFILE_RUN_ID": "relaunch-" + uuid.uuid4().hex[:8]}
+        (base / "relaunch-profile").mkdir()
     plan = relaunch.srun_plan(base / "mapping", list(app), srun_args=common + list(srun_args), preload=preload,
-                              mpi=mpi or res1.mpi)
+                              mpi=mpi or res1.mpi, task_env=task_env)
     console.print(plan.line())
     console.print(f"cores bound with {plan.binding}")
     code2, secs2 = relaunch.execute(plan)
@@ -121,8 +129,27 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
                                     "binding": plan.binding}
     save()
     console.print(f"pass 2: exit {code2} after {secs2:.2f} s")
+    bad = 0
+    if verify and code2 == 0:
+        rows = relaunch.verify(base / "mapping", base / "relaunch-profile")
+        record["verified"] = rows
+        save()
+        bad = sum(not r["ok"] for r in rows)
+        show_verification(console, rows)
     summary(console, base, record, rep)
+    if bad:
+        raise UserError(f"{bad} rank(s) did not run where the mapping put them (see the table above)")
     return 0 if code2 == 0 else (code2 if 0 < code2 < 256 else 1)
+
+
+def show_verification(console: Console, rows: list[dict]) -> None:
+    t = Table(title="placement, rank by rank (observed by the profiler in pass 2)", show_edge=False)
+    for c in ("rank", "mapped host", "mapped CPUs", "ran on", "CPUs", ""):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(str(r["rank"]), r["mapped_host"], ",".join(map(str, r["mapped_cpus"])), r["host"],
+                  ",".join(map(str, r["cpus"])), "[green]ok[/green]" if r["ok"] else "[red]MISMATCH[/red]")
+    console.print(t)
 
 
 def _machine_for_hosts(mopts: dict, hosts: list[str]) -> dict:

@@ -58,7 +58,8 @@ def test_cluster_is_real(slurm_cluster):
 @pytest.fixture(scope="module")
 def workflow(slurm_cluster, apps, tmp_path_factory):
     d = tmp_path_factory.mktemp("wf") / "run"
-    res = rankmap(slurm_cluster, "run", "-n", 8, "-N", 4, "-t", 2, "--out", d, "--", app(apps, "placement", "openmpi"))
+    res = rankmap(slurm_cluster, "run", "-n", 8, "-N", 4, "-t", 2, "--verify", "--out", d, "--",
+                  app(apps, "placement", "openmpi"))
     assert res.returncode == 0, res.stdout + res.stderr
     return d, res.stdout
 
@@ -73,6 +74,8 @@ def test_two_pass_workflow_places_every_rank(workflow):
     wf = json.loads((d / "workflow.json").read_text())
     assert wf["passes"]["profile"]["exit_code"] == 0 and wf["passes"]["relaunch"]["exit_code"] == 0
     assert "SLURM_HOSTFILE=" in wf["passes"]["relaunch"]["command"]
+    # --verify: the profiler watched pass 2 and every rank was where the mapping said
+    assert len(wf["verified"]) == 8 and all(r["ok"] for r in wf["verified"])
     # the heavy partners (i, i+4) share a node after mapping
     hosts = (d / "mapping" / "hostfile").read_text().split()
     assert all(hosts[i] == hosts[i + 4] for i in range(4))
@@ -170,6 +173,26 @@ def test_whole_cluster_mode_chooses_neighbours(slurm_cluster, apps, tmp_path):
     a, b = (coords[h][0] for h in chosen)
     assert (a - b) % 4 in (1, 3), chosen
     check_placement(where_lines(res.stdout.split("pass 2: relaunch", 1)[1]), d / "mapping", 4)
+
+
+def test_probe_writes_level_costs_the_mapper_reads(slurm_cluster, workflow, tmp_path):
+    d, _ = workflow
+    levels = tmp_path / "levels.json"
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "3", sys.executable, "-m", "mapper.cli", "probe",
+                          "--torus", "4", "--reps", "5", "--out", str(levels)], env=e, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = json.loads(levels.read_text())
+    assert set(r["level_costs"]) >= {"node", "package", "core", "hop"}
+    assert set(r["latency_us"]) == {"other socket", "neighbour node", "distant node"}
+    assert r["logp"]["o_us"] > 0 and r["logp"]["g_us"] > 0 and r["gamma_ns_per_byte"] > 0
+    assert r["exchange_1MiB_us"]["ratio_all_at_once_to_in_turn"] > 0
+    assert r["hosts"][0] == "n1" and len(set(r["hosts"])) == 3
+    m = rankmap(slurm_cluster, "map", d / "profile", "--nodes", "n[1-4]", "--torus", "4", "--level-costs",
+                f"@{levels}", "--out", tmp_path / "m", "--json")
+    assert m.returncode == 0, m.stderr
+    assert "hop" in json.loads(m.stdout)["machine"]
 
 
 # --------------------------------------------------------------------------- failures

@@ -1,6 +1,6 @@
 /* 3-D halo-exchange stencil (Jacobi on a block-distributed cube), written for rankmap.
  *
- *   stencil3d [-n LOCAL_EDGE] [-i ITERATIONS] [-r ALLREDUCE_EVERY] [-c COMPUTE_SWEEPS] [-p]
+ *   stencil3d [-n LOCAL_EDGE] [-i ITERATIONS] [-r ALLREDUCE_EVERY] [-c COMPUTE_SWEEPS] [-p] [-s]
  *
  * Ranks form a Px x Py x Pz grid (MPI_Dims_create, row-major ranks, like MPI_Cart_create
  * without reordering); every iteration each rank exchanges its six faces (n*n doubles)
@@ -18,19 +18,20 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size, n = 32, iters = 20, every = 5, sweeps = 1, periodic = 0, opt;
+    int rank, size, n = 32, iters = 20, every = 5, sweeps = 1, periodic = 0, scatter = 0, opt;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((opt = getopt(argc, argv, "n:i:r:c:p")) != -1) {
+    while ((opt = getopt(argc, argv, "n:i:r:c:ps")) != -1) {
         switch (opt) {
         case 'n': n = atoi(optarg); break;
         case 'i': iters = atoi(optarg); break;
         case 'r': every = atoi(optarg); break;
         case 'c': sweeps = atoi(optarg); break;
         case 'p': periodic = 1; break;
+        case 's': scatter = 1; break;
         default:
             if (rank == 0)
-                fprintf(stderr, "usage: stencil3d [-n edge] [-i iters] [-r every] [-c sweeps] [-p]\n");
+                fprintf(stderr, "usage: stencil3d [-n edge] [-i iters] [-r every] [-c sweeps] [-p] [-s]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -41,8 +42,19 @@ int main(int argc, char **argv)
     }
     int dims[3] = {0, 0, 0}, per[3] = {periodic, periodic, periodic}, coords[3];
     MPI_Dims_create(size, 3, dims);
-    MPI_Comm cart;
-    MPI_Cart_create(MPI_COMM_WORLD, 3, dims, per, 0, &cart);
+    MPI_Comm cart, base = MPI_COMM_WORLD;
+    if (scatter) {
+        int k = size / 2 + 1, a, b, t;
+        for (;; k++) { /* the first stride >= P/2 + 1 coprime with P */
+            for (a = k, b = size; b; t = a % b, a = b, b = t)
+                ;
+            if (a == 1 || size < 3)
+                break;
+        }
+        MPI_Comm_split(MPI_COMM_WORLD, 0, (int)(((long)rank * k) % size), &base);
+    }
+    MPI_Cart_create(base, 3, dims, per, 0, &cart);
+    MPI_Comm_rank(cart, &rank);
     MPI_Cart_coords(cart, rank, 3, coords);
     int nb[3][2];
     for (int d = 0; d < 3; d++)
@@ -119,6 +131,8 @@ int main(int argc, char **argv)
                dims[1], dims[2], n, iters, tmax, cmax, res);
     free(u), free(v), free(sbuf), free(rbuf);
     MPI_Comm_free(&cart);
+    if (base != MPI_COMM_WORLD)
+        MPI_Comm_free(&base);
     MPI_Finalize();
     return 0;
 }

@@ -27,7 +27,7 @@ typedef struct {
     const int64_t *dims;
     const uint8_t *wrap;
     const int64_t *coords; /* nslots * ndims: coordinates of the slot's node */
-    double hop_cost;       /* node-level cost per torus hop */
+    double hop_cost;       /* torus: cost of each link after the first (the first pays the node level) */
     int32_t cand_level;    /* level whose groups give the candidate slots */
     const int64_t *grp_of_slot;
     const int64_t *grp_ptr;
@@ -58,7 +58,7 @@ static inline double dist(const rm_problem *p, int64_t a, int64_t b)
                 x = p->dims[d] - x;
             h += x;
         }
-        return p->acc[p->node_level + 1] + p->hop_cost * (double)h;
+        return p->acc[p->node_level] + p->hop_cost * (double)(h - 1);
     }
     return p->acc[l];
 }
