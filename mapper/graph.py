@@ -31,13 +31,6 @@ class Graph:
         ncomp, _ = connected_components(self.W, directed=False)
         return ncomp - isolated, isolated
 
-    def metis_weights(self, W: sp.csr_matrix | None = None) -> np.ndarray:
-        """Integer edge weights >= 1 for METIS, scaled so that sums cannot overflow."""
-        W = self.W if W is None else W
-        total = float(W.data.sum()) or 1.0
-        scale = min(1.0, 2.0 ** 40 / total)
-        return np.maximum(1, np.rint(W.data * scale)).astype(np.int64)
-
 
 def from_traffic(t: Traffic) -> Graph:
     W = symmetric(t.bytes)

@@ -32,26 +32,67 @@ def target_sizes(n: int, caps: list[int], fill: str) -> list[int]:
     return [int(min(o, c)) for o, c in zip(out, caps)]
 
 
-def _metis_split(sub: sp.csr_matrix, weights: np.ndarray, targets: list[int], seed: int) -> np.ndarray:
+class _Sub:
+    """The traffic of a set of ranks rk, as plain arrays: the internal graph in local numbering
+    (CSR: indptr, col, w, plus the row of each entry) and the edges leaving the set (local
+    row, global column, weight). Cheap enough for the thousands of small splits of a large
+    machine (scipy's fancy indexing costs milliseconds per call)."""
+
+    def __init__(self, W: sp.csr_matrix, rk: np.ndarray, pos: np.ndarray):
+        ip = W.indptr
+        st = ip[rk]
+        ln = ip[rk + 1] - st
+        tot = int(ln.sum())
+        first = np.concatenate([[0], np.cumsum(ln)[:-1]])
+        at = np.repeat(st - first, ln) + np.arange(tot)
+        row = np.repeat(np.arange(len(rk)), ln)
+        cols, w = W.indices[at], W.data[at]
+        pos[rk] = np.arange(len(rk))
+        local = pos[cols]
+        pos[rk] = -1
+        inside = local >= 0
+        self.n = len(rk)
+        self.row, self.col, self.w = row[inside], local[inside].astype(np.int64), w[inside]
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.row, minlength=self.n))]).astype(np.int64)
+        out = ~inside
+        self.ext_row, self.ext_col, self.ext_w = row[out], cols[out], w[out]
+
+    @property
+    def nnz(self) -> int:
+        return len(self.col)
+
+    def metis_weights(self) -> np.ndarray:
+        """Integer edge weights >= 1 for METIS, scaled so that sums cannot overflow."""
+        total = float(self.w.sum()) or 1.0
+        return np.maximum(1, np.rint(self.w * min(1.0, 2.0 ** 40 / total))).astype(np.int64)
+
+    def cut(self, part: np.ndarray) -> float:
+        return float(self.w[part[self.row] != part[self.col]].sum())
+
+
+def _metis_split(sub: _Sub, targets: list[int], seed: int) -> np.ndarray:
     """METIS recursive bisection and k-way (the latter only where it is cheap); the split
     with the lower cut after the exact capacity repair wins."""
     k = len(targets)
-    n = sub.shape[0]
+    n = sub.n
     tp = [t / n for t in targets]
-    adj = pymetis.CSRAdjacency(sub.indptr.astype(np.int64), sub.indices.astype(np.int64))
+    adj = pymetis.CSRAdjacency(sub.indptr, sub.col)
+    weights = sub.metis_weights()
     best, best_cut = None, None
-    for recursive in ((True, False) if n <= 50000 and k > 2 else (True,)):
+    variants = (True, False) if n <= 50000 and k > 2 else (True,)
+    for recursive in variants:
         res = pymetis.part_graph(k, adjacency=adj, eweights=weights, tpwgts=tp, recursive=recursive,
                                  options=pymetis.Options(seed=int(seed) % (2 ** 31), ufactor=5))
         part = repair(sub, np.asarray(res.vertex_part, dtype=np.int64), targets)
-        c = sub.tocoo()
-        cut = float(c.data[part[c.row] != part[c.col]].sum())
+        if len(variants) == 1:
+            return part
+        cut = sub.cut(part)
         if best_cut is None or cut < best_cut:
             best, best_cut = part, cut
     return best
 
 
-def repair(sub: sp.csr_matrix, part: np.ndarray, targets: list[int]) -> np.ndarray:
+def repair(sub: _Sub, part: np.ndarray, targets: list[int]) -> np.ndarray:
     """Exact part sizes: move vertices out of overfull parts where that costs least."""
     k = len(targets)
     n = len(part)
@@ -59,8 +100,8 @@ def repair(sub: sp.csr_matrix, part: np.ndarray, targets: list[int]) -> np.ndarr
     excess = sizes - np.array(targets)
     if not excess.any():
         return part
-    onehot = sp.csr_matrix((np.ones(n), (np.arange(n), part)), shape=(n, k))
-    conn = np.asarray((sub @ onehot).todense())      # n x k: weight from each vertex to each part
+    # n x k: weight from each vertex to each part
+    conn = np.bincount(sub.row * k + part[sub.col], weights=sub.w, minlength=n * k).reshape(n, k)
     part = part.copy()
     for a in np.flatnonzero(excess > 0):
         verts = np.flatnonzero(part == a)
@@ -95,6 +136,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     ranks = np.arange(graph.n) if ranks is None else ranks
     slot = np.full(graph.n, -1, dtype=np.int64)
     where = np.full(graph.n, root.slots[0], dtype=np.int64)   # a representative slot of each rank's subtree
+    pos = np.full(graph.n, -1, dtype=np.int64)
     W = graph.W
     level = [(ranks, root)]
     depth = 0
@@ -111,14 +153,13 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             if len(live) == 1:
                 nxt.append((rk, node.children[live[0]]))
                 continue
-            rows = W[rk].tocsr()
-            sub = rows[:, rk].tocsr()
+            sub = _Sub(W, rk, pos)
             tl = [targets[i] for i in live]
             if sub.nnz == 0 or len(rk) <= len(live):
                 part = np.repeat(np.arange(len(live)), tl)        # nothing to gain: keep the order
             else:
-                part = _metis_split(sub, graph.metis_weights(sub), tl, seed + 7919 * depth)
-            kids = _orient(rows, rk, part, [node.children[i] for i in live], tl, where, machine)
+                part = _metis_split(sub, tl, seed + 7919 * depth)
+            kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine)
             for j, child in enumerate(kids):
                 members = rk[part == j]
                 where[members] = child.slots[0]
@@ -128,24 +169,19 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     return slot
 
 
-def _orient(rows: sp.csr_matrix, rk: np.ndarray, part: np.ndarray, children: list, sizes: list, where: np.ndarray,
+def _orient(sub: _Sub, node: TreeNode, part: np.ndarray, children: list, sizes: list, where: np.ndarray,
             machine: Machine) -> list:
     """Which child each part goes to: among children of the same size, the assignment that
-    puts the parts' traffic with ranks outside this subtree over the shortest distances.
-    rows: the traffic rows of the ranks rk."""
+    puts the parts' traffic with ranks outside this subtree over the shortest distances."""
     k = len(children)
-    if len(set(sizes)) == len(sizes):
-        return children                           # no two children of one size: nothing to choose
-    inside = np.zeros(rows.shape[1], bool)
-    inside[rk] = True
-    coo = rows.tocoo()
-    ext = ~inside[coo.col]
-    if not ext.any():
-        return children
-    src_part = part[coo.row[ext]]
+    if len(set(sizes)) == len(sizes) or not len(sub.ext_col):
+        return children                           # no two children of one size, or no outside traffic
+    if machine.slot_node[node.slots[0]] == machine.slot_node[node.slots[-1]]:
+        return children                           # inside one node: everyone outside is as far from each part
+    src_part = part[sub.ext_row]
     # destinations are few distinct representative slots: distances per representative
-    reps, inv = np.unique(where[coo.col[ext]], return_inverse=True)
-    w = coo.data[ext]
+    reps, inv = np.unique(where[sub.ext_col], return_inverse=True)
+    w = sub.ext_w
     heads = np.array([c.slots[0] for c in children])
     d = machine.distance(np.repeat(heads, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
     if (d == d[0]).all():                         # every child is as far from the rest: keep the order
