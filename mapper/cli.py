@@ -175,6 +175,34 @@ def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, 
 
 
 @cli.command()
+@click.argument("matrix", type=click.Path())
+@click.argument("mappings", nargs=-1, required=True, type=click.Path())
+@_traffic_options
+@machine_options
+@click.option("--platform", metavar="DIR", help="A `rankmap platform` directory: its machine and network.")
+@click.option("--network", metavar="FILE", help="Network speeds measured by `rankmap probe`.")
+@click.option("--link-bw", type=float, metavar="GB/S", help="Network link bandwidth (per direction).")
+@click.option("--link-lat", type=float, metavar="US", help="Latency per network link.")
+@click.option("--loopback-bw", type=float, metavar="GB/S", help="Bandwidth between two ranks of one node.")
+@click.option("--loopback-lat", type=float, metavar="US", help="Latency between two ranks of one node.")
+@click.option("--nic-bw", type=float, metavar="GB/S", help="Cap on what a node's router passes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimates as JSON.")
+def predict(matrix, mappings, fmt, model, allow_partial, platform, network, link_bw, link_lat, loopback_bw,
+            loopback_lat, nic_bw, as_json, **mopts):
+    """Estimate the communication time of MATRIX under each of MAPPINGS (and block) from the
+    network's latencies and bandwidths, link loads, NIC limits and the bisection, without
+    running anything."""
+    from mapper.mapping import run_predict
+    res = run_predict(matrix, mappings, fmt, model, allow_partial, mopts,
+                      dict(platform=platform, network=network, link_bw=link_bw, link_lat=link_lat,
+                           loopback_bw=loopback_bw, loopback_lat=loopback_lat, nic_bw=nic_bw),
+                      None if as_json else console)
+    if as_json:
+        import json
+        click.echo(json.dumps(res, indent=2))
+
+
+@cli.command()
 @click.argument("src", type=click.Path())
 @click.argument("dst", type=click.Path())
 @click.option("--from", "fmt", default="auto", show_default=True, help="Input format (see map --format).")
@@ -243,13 +271,36 @@ def _preload(collectives: bool, mpi: str | None):
 @click.option("--preload-collectives", is_flag=True, help="Relaunch with rankmap's collective kernels preloaded.")
 @click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", help="Extra argument for both sruns.")
 @click.option("--verify", is_flag=True, help="Profile pass 2 too and check every rank's host and cores.")
+@click.option("--launcher", type=click.Choice(["srun", "smpi"]), default="srun", show_default=True,
+              help="A real Slurm cluster, or a simulated one (SimGrid SMPI; the program built with smpicc).")
+@click.option("--platform", "platform_dir", metavar="DIR", help="smpi: the simulated cluster (`rankmap platform`).")
+@click.option("--replay", "replay_pass2", is_flag=True, help="smpi: pass 2 replays pass 1's trace instead of re-executing.")
+@click.option("--compute", type=click.Choice(["explicit", "measured"]), default="measured", show_default=True,
+              help="smpi: time compute phases by their explicit flop counts only (deterministic; rankmap's "
+              "workloads), or measure the program's CPU bursts (any program; varies run to run).")
 @click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
 def run(ntasks, nodes_count, out, mode, algorithm, seed, model, time_minutes, mpi, preload_collectives, srun_args,
-        verify, app, **mopts):
+        verify, launcher, platform_dir, replay_pass2, compute, app, **mopts):
     """Profile APP under srun, map it, relaunch it with srun -m arbitrary on the mapping.
 
     Example (inside salloc -N4 -n8, or outside with -n 8 -N 4): rankmap run -- ./app args
+
+    On a simulated cluster: rankmap run --launcher smpi --platform k1/ -n 48 -- ./app.smpi args
     """
+    if launcher == "smpi":
+        if not platform_dir:
+            raise UserError("--launcher smpi needs --platform DIR (write one with `rankmap platform`)")
+        unused = [f for f, v in (("-N", nodes_count), ("--srun-arg", srun_args), ("--verify", verify),
+                                 ("--preload-collectives", preload_collectives), ("-t", time_minutes))
+                  if v] + [f"--{k.replace('_', '-')}" for k, v in mopts.items() if v and k != "oversubscribe"]
+        if unused:
+            raise UserError(f"{unused[0]} does not apply to --launcher smpi (the platform describes the machine)")
+        if algorithm != "metis":
+            raise UserError("--launcher smpi maps with metis")
+        from slurm.simulated import run_workflow as run_sim
+        sys.exit(run_sim(_program(app), platform_dir, ntasks, out, mode, seed, model, compute, replay_pass2, console))
+    if platform_dir or replay_pass2:
+        raise UserError("--platform and --replay belong to --launcher smpi")
     from slurm.workflow import run_workflow
     sys.exit(run_workflow(list(app), ntasks, nodes_count, out, mode, mopts, algorithm, seed, model, time_minutes,
                           mpi, _preload(preload_collectives, mpi), list(srun_args), console, verify))
@@ -316,6 +367,96 @@ def sbatch(ntasks, nodes_count, out, script_path, submit, time_minutes, sbatch_a
 
 
 @cli.command()
+@click.argument("name", required=False)
+@click.option("--out", required=True, metavar="DIR", help="Directory for platform.xml, platform-ideal.xml, machine.json.")
+@click.option("--torus", metavar="DIMS", help="A torus of this shape instead of the named platform's network.")
+@click.option("--fat-tree", "fat_tree", metavar="SPEC", help="A SimGrid fat tree, e.g. '2;8,4;1,2;1,1'.")
+@click.option("--cores", type=int, metavar="N", help="Cores per node (all nodes).")
+@click.option("--link-bw", type=float, metavar="GB/S", help="Bandwidth of each network link and direction.")
+@click.option("--link-lat", type=float, metavar="US", help="Latency of each network link.")
+@click.option("--loopback-bw", type=float, metavar="GB/S", help="Bandwidth between two ranks of one node.")
+@click.option("--loopback-lat", type=float, metavar="US", help="Latency between two ranks of one node.")
+@click.option("--nic-bw", metavar="GB/S|none", help="Cap on everything a node's router passes (none: no cap).")
+@click.option("--core-speed", type=float, metavar="GFLOPS", help="Speed of each core.")
+@click.option("--network-scale", type=float, metavar="X",
+              help="Network speed relative to the nominal one: bandwidths x X, latencies / X (0.25 = four times slower).")
+@click.option("--force", is_flag=True, help="Replace an existing platform directory.")
+def platform(name, out, torus, fat_tree, cores, link_bw, link_lat, loopback_bw, loopback_lat, nic_bw, core_speed,
+             network_scale, force):
+    """Write a simulated cluster for SimGrid SMPI and the matching machine description.
+
+    NAME: angara-k1 (3x3x4 torus, 24 nodes of 2x6 cores + 12 of 8), desmos (4x2x2x2 torus,
+    6 cores), fat-tree (4 leaves of 8 nodes, 2:1), or none with --torus/--fat-tree.
+    """
+    from dataclasses import replace
+    from mapper import platform as plat
+    base = plat.preset(name) if name else None
+    p = plat.custom(torus, fat_tree, cores, base)
+    changes = {k: v for k, v in dict(link_bw=link_bw, link_lat=link_lat, loopback_bw=loopback_bw,
+                                      loopback_lat=loopback_lat, core_speed=core_speed,
+                                      network_scale=network_scale).items() if v is not None}
+    if nic_bw is not None:
+        if nic_bw.lower() == "none":
+            changes["nic_bw"] = None
+        else:
+            try:
+                changes["nic_bw"] = float(nic_bw)
+            except ValueError:
+                raise UserError(f"--nic-bw must be a number of GB/s or 'none', not {nic_bw!r}") from None
+    p = replace(p, **changes)
+    d = plat.write(p, out, force)
+    console.print(plat.describe(p))
+    console.print(f"written: {d}/{{platform.xml, platform-ideal.xml, machine.json}}")
+
+
+@cli.command()
+@click.argument("trace", type=click.Path())
+@click.argument("placements", nargs=-1, required=True, type=click.Path())
+@click.option("--platform", "platform_dir", required=True, metavar="DIR", help="A `rankmap platform` directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def replay(trace, placements, platform_dir, as_json):
+    """Replay an SMPI time-independent TRACE under each of PLACEMENTS (hostfiles or mapping
+    directories) on the simulated cluster: simulated time and communication time."""
+    from pathlib import Path
+    from mapper import platform as plat
+    from profiler.smpi_trace import rank_files
+    from slurm import simulated, smpi
+    p, pdir = plat.load(platform_dir)
+    n = len(rank_files(Path(trace)))
+    hosts = {}
+    for pl in placements:
+        path = Path(pl)
+        hf = path / "hostfile" if path.is_dir() else path
+        name = path.name or pl
+        while name in hosts:
+            name += "'"
+        hosts[name] = smpi.read_hostfile(hf)
+        if len(hosts[name]) != n:
+            raise UserError(f"{hf}: {len(hosts[name])} ranks, the trace has {n}")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="rankmap-replay-") as tmp:
+        res = simulated.compare(Path(trace), p, pdir, hosts, Path(tmp))
+    if as_json:
+        import json
+        click.echo(json.dumps({k: v.as_dict() for k, v in res.items()}, indent=2))
+        return
+    from rich.table import Table
+    t = Table(title=f"{n} ranks on {plat.describe(p)}", show_edge=False)
+    for c in ("placement", "simulated s", "comm s", "comm share", "vs first", "comm alone s", "predicted s",
+              "hop-bytes", "max link B"):
+        t.add_column(c, justify="right" if c != "placement" else "left")
+    ref = next(iter(res.values())).seconds
+    for k, v in res.items():
+        d = v.as_dict()
+        t.add_row(k, f"{v.seconds:.6g}", f"{v.comm_seconds:.6g}", f"{d['comm_share']:.1%}", f"{v.seconds / ref:.3f}",
+                  f"{d['comm_alone_seconds']:.4g}", f"{d['predicted_comm_seconds']:.4g}", f"{v.hop_bytes:.4g}",
+                  f"{v.max_link_load:.4g}")
+    console.print(t)
+    console.print("comm = simulated time minus the time on a network that costs nothing; comm alone = the trace's "
+                  "communication with compute that costs nothing; predicted = `rankmap predict`'s estimate of it")
+
+
+@cli.command()
 @machine_options
 @click.option("--out", default="levels.json", show_default=True, metavar="FILE", help="Level-cost file to write.")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]))
@@ -330,10 +471,12 @@ def probe(out, mpi, reps, **mopts):
 
 @cli.command()
 @click.option("--out", metavar="DIR", help="Directory for everything the demo writes (default rankmap-demo-<date>).")
-def demo(out):
-    """Run the main job on the embedded default workload."""
+@click.option("--only", type=click.Choice(["slurm", "simulated"]), help="Run one half of the demo.")
+def demo(out, only):
+    """Run the main job on the embedded default workload: the two-pass workflow on the local
+    Slurm cluster (real daemons) and on a simulated Angara-K1 (SimGrid SMPI)."""
     from slurm.demo import run_demo
-    sys.exit(run_demo(out, console))
+    sys.exit(run_demo(out, console, only or "both"))
 
 
 def main():

@@ -27,7 +27,9 @@ def _hosts_of(traffic):
 
 
 def run_map(matrix, fmt, model, allow_partial, mopts, algorithm, seed, tries, time_limit, refine, fill, mode, out,
-            force, plots_on, console) -> dict:
+            force, plots_on, console, also_nodes: list[str] | None = None) -> dict:
+    """also_nodes: in whole-cluster mode, one more candidate node set (e.g. the allocation a
+    run had); the nodes a profile ran on are always a candidate."""
     t0 = time.monotonic()
     traffic = load_traffic(matrix, fmt, model, allow_partial)
     spec = options.spec_from_options(mopts, _hosts_of(traffic))
@@ -37,6 +39,12 @@ def run_map(matrix, fmt, model, allow_partial, mopts, algorithm, seed, tries, ti
     chosen_nodes = None
     if mode == "whole-cluster":
         cands = allocation.candidate_node_sets(machine, traffic.size)
+        index = {h: k for k, h in enumerate(machine.hosts)}
+        for extra in (_hosts_of(traffic), also_nodes):   # where the run was is a candidate too
+            if extra and all(h in index for h in extra):
+                ids = np.array(sorted(index[h] for h in set(extra)))
+                if not any(len(c) == len(ids) and (np.sort(c) == ids).all() for c in cands):
+                    cands.append(ids)
         best = None
         for nodes in cands:   # a quick mapping on each candidate part, the cheapest wins
             sub = allocation.restrict(machine, nodes)
@@ -104,6 +112,75 @@ def run_evaluate(matrix, mappings, fmt, model, allow_partial, mopts, seed, plots
         console.print(f"[bold]rankmap evaluate[/bold] {traffic.size} ranks on {machine.describe()}")
         console.print(report.table(report.strip_lists(results), "mappings compared"))
     return {"machine": machine.describe(), "metrics": results}
+
+
+def run_predict(matrix, mappings, fmt, model, allow_partial, mopts, net_opts: dict, console) -> dict:
+    """`rankmap predict`: the network model's estimate for each mapping (and block)."""
+    from mapper.predict import Network, predict
+    traffic = load_traffic(matrix, fmt, model, allow_partial)
+    platform_dir = net_opts.get("platform")
+    if platform_dir and not mopts.get("machine_file"):
+        mopts = dict(mopts, machine_file=str(Path(platform_dir) / "machine.json")
+                     if Path(platform_dir).is_dir() else platform_dir)
+    if not any(mopts.get(k) for k in ("nodes", "topologies", "machine_file")):
+        first = Path(mappings[0])
+        if (first / "machine.json").exists():
+            mopts = dict(mopts, machine_file=str(first))
+    spec = options.spec_from_options(mopts, _hosts_of(traffic))
+    if not spec.get("node_topology"):
+        raise UserError("no machine: pass --machine (a mapping or platform directory) or --node-topology and --nodes")
+    machine = options.build(spec)
+    net = _network(spec, net_opts)
+    named = {"block": np.arange(traffic.size, dtype=np.int64)}
+    for m in mappings:
+        name = Path(m).name or m
+        while name in named:
+            name += "'"
+        named[name] = writers.read_mapping(m, machine, traffic.size)
+    out = {k: predict(traffic.bytes, traffic.msgs, machine, slot, net) for k, slot in named.items()}
+    if console is not None:
+        from rich.table import Table
+        t = Table(title=f"{traffic.size} ranks on {machine.describe()}", show_edge=False)
+        for c in ("mapping", "estimate s", "latency s", "bandwidth s", "limited by", "vs block"):
+            t.add_column(c, justify="left" if c in ("mapping", "limited by") else "right")
+        ref = out["block"]["seconds"]
+        for k, r in out.items():
+            t.add_row(k, f"{r['seconds']:.4g}", f"{r['latency']:.4g}", f"{r['bandwidth']:.4g}", r["limited_by"],
+                      f"{r['seconds'] / ref:.3f}" if ref else "-")
+        console.print(f"[bold]rankmap predict[/bold] communication time of {traffic.format} traffic, as if compute "
+                      "cost nothing")
+        console.print(t)
+    return {"machine": machine.describe(), "network": vars(net), "estimates": out}
+
+
+def _network(spec: dict, o: dict):
+    from mapper.platform import Platform
+    from mapper.predict import Network
+    if o.get("network"):
+        net = Network.from_probe(o["network"])
+    elif spec.get("simgrid"):
+        sg = dict(spec["simgrid"])
+        sg["dims"] = tuple(sg.get("dims") or ())
+        sg["node_kinds"] = [tuple(k) for k in sg.get("node_kinds") or []]
+        net = Network.from_platform(Platform(**sg))
+    else:
+        net = None
+    given = {k: o.get(k) for k in ("link_bw", "link_lat", "loopback_bw", "loopback_lat", "nic_bw")}
+    if net is None:
+        missing = [k for k in ("link_bw", "link_lat", "loopback_bw", "loopback_lat") if given[k] is None]
+        if missing:
+            raise UserError("the network's speed is unknown: give --platform DIR, --network PROBE.json, or "
+                            + ", ".join("--" + k.replace("_", "-") for k in missing))
+        net = Network(link_bw=0, link_lat=0, loop_bw=0, loop_lat=0, nic_bw=None)
+    scale = {"link_bw": 1e9, "link_lat": 1e-6, "loopback_bw": 1e9, "loopback_lat": 1e-6, "nic_bw": 1e9}
+    attr = {"link_bw": "link_bw", "link_lat": "link_lat", "loopback_bw": "loop_bw", "loopback_lat": "loop_lat",
+            "nic_bw": "nic_bw"}
+    for k, v in given.items():
+        if v is not None:
+            if v <= 0 and k != "link_lat" and k != "loopback_lat" or v < 0:
+                raise UserError(f"--{k.replace('_', '-')} must be positive")
+            setattr(net, attr[k], v * scale[k])
+    return net
 
 
 def _plots(where: Path, traffic, machine, named: dict) -> None:

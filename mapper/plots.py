@@ -58,7 +58,7 @@ def torus_loads(machine, loads: np.ndarray, path: str | Path, title: str) -> Pat
     net = machine.network
     L = loads.reshape(net.positions, len(net.dims), 2)
     ndim = len(net.dims)
-    fig, axes = plt.subplots(1, ndim, figsize=(4 * ndim, 3.4), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(1, ndim, figsize=(4 * ndim, 3.6), dpi=110, squeeze=False, constrained_layout=True)
     vmax = max(L.sum(axis=2).max(), 1.0)
     for d in range(ndim):
         img = L[:, d, :].sum(axis=1).reshape(int(np.prod(net.dims[1:])), net.dims[0]) if ndim > 1 else \
@@ -66,10 +66,52 @@ def torus_loads(machine, loads: np.ndarray, path: str | Path, title: str) -> Pat
         ax = axes[0, d]
         im = ax.imshow(img, cmap="magma", vmin=0, vmax=vmax, aspect="auto", interpolation="nearest")
         ax.set_title(f"dimension {d} links")
+        ax.set_xticks(range(net.dims[0]))
         ax.set_xlabel("x")
         ax.set_ylabel("y + Y*z ..." if ndim > 1 else "")
     fig.colorbar(im, ax=axes.ravel().tolist(), label="bytes (+ and - links)")
     fig.suptitle(f"{title}: max {L.max():.3g} B on one directed link")
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def torus_placement(machine, slot: np.ndarray, path: str | Path, title: str) -> Path:
+    """Where the ranks sit on a torus: one panel per plane of the last dimensions, each node a
+    cell coloured by its number of ranks and labelled with its lowest rank."""
+    net = machine.network
+    dims = list(net.dims) + [1] * (3 - len(net.dims)) if len(net.dims) < 3 else list(net.dims)
+    X, Y = dims[0], dims[1]
+    planes = int(np.prod(dims[2:]))
+    count = np.zeros(net.positions, dtype=np.int64)
+    first = np.full(net.positions, -1, dtype=np.int64)
+    pos_of_node = net.pos(net.coords)
+    nodes = machine.slot_node[slot]
+    np.add.at(count, pos_of_node[nodes], 1)
+    for r in range(len(slot) - 1, -1, -1):
+        first[pos_of_node[nodes[r]]] = r
+    cap = np.zeros(net.positions, dtype=np.int64)
+    np.add.at(cap, pos_of_node[machine.slot_node], 1)
+    fig, axes = plt.subplots(1, planes, figsize=(2.2 * planes + 1.2, 2.8), dpi=110, squeeze=False,
+                             constrained_layout=True)
+    vmax = max(int(cap.max()), 1)
+    for z in range(planes):
+        ax = axes[0, z]
+        c = count[z * X * Y:(z + 1) * X * Y].reshape(Y, X)
+        im = ax.imshow(c, cmap="Blues", vmin=0, vmax=vmax, interpolation="nearest")
+        for y in range(Y):
+            for x in range(X):
+                p = z * X * Y + y * X + x
+                if count[p]:
+                    ax.text(x, y, f"{count[p]}\n@{first[p]}", ha="center", va="center", fontsize=6,
+                            color="white" if count[p] > vmax / 2 else "black")
+        ax.set_title(f"z={z}" if len(net.dims) >= 3 else "", fontsize=8)
+        ax.set_xticks(range(X))
+        ax.set_yticks(range(Y))
+        ax.tick_params(labelsize=6)
+    fig.colorbar(im, ax=axes.ravel().tolist(), label="ranks on the node")
+    fig.suptitle(f"{title} (cell: ranks @ lowest rank)", fontsize=9)
     path = Path(path)
     fig.savefig(path)
     plt.close(fig)

@@ -18,6 +18,9 @@ Models (`--collectives MODEL`):
   linear              everything through the root (flat)
   kchain[:K]          k chains into the root for reduce and out of it for bcast
                       (K = ceil(sqrt(P-1)) by default); others as auto
+  smpi                SimGrid SMPI 3.32's default selector (what a replayed trace runs):
+                      linear reduce, allreduce = linear reduce + binomial bcast, direct
+                      allgather(v) and alltoall(v), binomial bcast, linear gather/scatter
   none                collectives are ignored
 """
 from __future__ import annotations
@@ -29,7 +32,7 @@ import scipy.sparse as sp
 
 from profiler.errors import UserError
 
-MODELS = ("auto", "binomial", "recursive-doubling", "ring", "linear", "kchain", "none")
+MODELS = ("auto", "binomial", "recursive-doubling", "ring", "linear", "kchain", "smpi", "none")
 
 
 def parse_model(text: str) -> tuple[str, int | None]:
@@ -259,9 +262,16 @@ def _auto(op, p, n):
     return "chain"  # scan, exscan: Open MPI's linear scan passes the prefix along
 
 
+SMPI_DEFAULT = {"bcast": "binomial", "reduce": "linear", "allreduce": "linear-binomial", "allgather": "direct",
+                "allgatherv": "direct", "alltoall": "direct", "gather": "linear", "scatter": "linear",
+                "barrier": "linear", "scan": "chain", "exscan": "chain"}
+
+
 def _algorithm(op, p, n, model):
     if model == "auto":
         return _auto(op, p, n)
+    if model == "smpi":
+        return SMPI_DEFAULT.get(op) or _auto(op, p, n)
     if model == "kchain":
         return "kchain" if op in ("reduce", "bcast", "allreduce") else _auto(op, p, n)
     if model == "ring":
@@ -304,6 +314,8 @@ def pattern(op: str, p: int, n: float, model: str = "auto", k: int | None = None
             return rabenseifner(p), alg
         if alg == "ring":
             return ring_step(p, 2.0 * (p - 1) / p, 2 * (p - 1)), alg
+        if alg == "linear-binomial":   # everyone to the root, then a binomial broadcast
+            return _cat(_rev(tree_down("linear", p)), tree_down("binomial", p)), alg
         d = tree_down(alg, p, tk)   # reduce then broadcast along the same tree
         return _cat(_rev(d), d), alg
     if op == "gather":
@@ -311,6 +323,8 @@ def pattern(op: str, p: int, n: float, model: str = "auto", k: int | None = None
     if op == "scatter":
         return _rev(tree_gather(alg if alg in TREES else "linear", p, tk)), alg
     if op == "allgather":
+        if alg == "direct":
+            return direct_all(p, 1.0), alg
         if alg == "ring":
             return ring_step(p, float(p - 1), p - 1), alg
         if alg == "recursive-doubling" and _pow2(p):
@@ -321,6 +335,8 @@ def pattern(op: str, p: int, n: float, model: str = "auto", k: int | None = None
         return _cat(g, _scale(b, float(p))), alg
     if op in ("allgatherv", "reduce_scatter", "reduce_scatter_block"):
         total = 1.0 if op != "reduce_scatter_block" else float(p)   # in units of n
+        if alg == "direct" and op == "allgatherv":
+            return direct_all(p, total / p), alg
         if alg == "butterfly" and op != "allgatherv":
             return butterfly(p, total), alg
         if alg in ("recursive-halving", "recursive-doubling") and _pow2(p):

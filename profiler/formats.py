@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from profiler.errors import UserError
 from profiler.traffic import Traffic, check_matrix
 
-READ_FORMATS = ("auto", "profile", "mpip", "csv", "treematch", "amfch", "ompi", "mtx", "npz", "metis")
+READ_FORMATS = ("auto", "profile", "smpi", "mpip", "csv", "treematch", "amfch", "ompi", "mtx", "npz", "metis")
 WRITE_FORMATS = ("metis", "mtx", "csv", "npz", "treematch")
 WORD = 8  # bytes in an Angara statistics word
 
@@ -35,6 +35,9 @@ WORD = 8  # bytes in an Angara statistics word
 # --------------------------------------------------------------------------- detection
 
 def detect(path: Path) -> str:
+    from profiler.smpi_trace import is_trace
+    if path.exists() and is_trace(path):
+        return "smpi"
     if path.is_dir():
         return "profile"
     if not path.exists():
@@ -92,7 +95,8 @@ def read(path: Path, fmt: str = "auto", collectives: str = "auto", allow_partial
         raise UserError(f"unknown traffic format {fmt!r}; choose one of: {', '.join(READ_FORMATS)}")
     if fmt == "auto":
         fmt = detect(path)
-    reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "mpip": lambda: _read_mpip(path),
+    reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "smpi": lambda: _read_smpi(path, collectives),
+              "mpip": lambda: _read_mpip(path),
               "csv": lambda: _read_csv(path), "treematch": lambda: _read_treematch(path),
               "amfch": lambda: _read_amfch(path), "ompi": lambda: _read_ompi(path), "mtx": lambda: _read_mtx(path),
               "npz": lambda: _read_npz(path), "metis": lambda: _read_metis(path)}[fmt]
@@ -116,6 +120,11 @@ def _read_profile(path: Path, model: str, allow_partial: bool) -> Traffic:
     placement = [(r.hostname, r.affinity_init) if r else (None, None) for r in prof.ranks]
     return Traffic(bytes=(prof.bytes + cb).astype(np.float64), msgs=(prof.msgs + cm), source=str(path),
                    format=f"profile (collectives: {model})", placement=placement, notes=notes)
+
+
+def _read_smpi(path: Path, model: str) -> Traffic:
+    from profiler.smpi_trace import read_trace
+    return read_trace(path, model)
 
 
 def _parse_int(tok: str, where: str) -> int:

@@ -1,0 +1,282 @@
+"""Simulated clusters: a SimGrid platform file and the matching rankmap machine description.
+
+`rankmap platform` writes a directory that both sides read, so that mapping and
+simulation agree on node names, torus coordinates and cores:
+
+  platform.xml        SimGrid platform (one <cluster>: TORUS or FAT_TREE) for smpirun
+  platform-ideal.xml  the same hosts on an infinitely fast network: a trace replayed on it
+                      gives the program's time without communication cost
+  platform-nocompute.xml  the same network with infinitely fast cores: a trace replayed on it
+                      gives the time of its communication alone (what `rankmap predict` estimates)
+  machine.json        rankmap's machine (hosts, node internals, torus/switch tree, the
+                      link parameters under "simgrid"): `--machine DIR` for map/evaluate/predict
+
+SimGrid facts this relies on (SimGrid 3.32, checked by tests/test_simulation.py): host i of
+a cluster is prefix+i; a torus node id is x + X*y + X*Y*z (first dimension fastest, rankmap's
+default torus order); ranks on one host talk through its loopback link, which does not
+saturate (a FATPIPE); SPLITDUPLEX links give each direction the full bandwidth; the
+`limiter_link` caps everything a node's router passes (its own traffic both ways and
+transit), which is how rankmap models NIC injection limits (an Angara adapter is the
+router). A cluster has one core count: nodes with fewer cores (Angara-K1's 8-core nodes)
+get the larger count in SimGrid and are never given more ranks than their real cores by
+rankmap's machine description."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from mapper import hostnames
+from mapper.network import parse_dims
+from profiler.errors import UserError
+
+
+@dataclass
+class Platform:
+    name: str
+    kind: str                     # "torus" or "fat-tree"
+    dims: tuple = ()              # torus dimensions
+    fat_tree: str = ""            # SimGrid FAT_TREE parameters "levels;down;up;count"
+    nodes: int = 0
+    cores: int = 12               # cores of the SimGrid hosts (the largest node)
+    node_kinds: list = field(default_factory=list)  # [(first, last, hwloc synthetic spec)]
+    link_bw: float = 6.0          # GB/s per direction of each network link
+    link_lat: float = 0.5         # us per link
+    loopback_bw: float = 10.0     # GB/s between two ranks of one node
+    loopback_lat: float = 0.2     # us
+    nic_bw: float | None = 16.0   # GB/s through each node's router (None: unlimited)
+    core_speed: float = 1.0       # Gflop/s per core
+    network_scale: float = 1.0    # network speed relative to the nominal one (bw x s, lat / s)
+    prefix: str = "n"
+
+    # the network as simulated: nominal parameters times the scale
+    @property
+    def eff_link_bw(self) -> float:
+        return self.link_bw * self.network_scale
+
+    @property
+    def eff_link_lat(self) -> float:
+        return self.link_lat / self.network_scale
+
+    @property
+    def eff_nic_bw(self) -> float | None:
+        return None if self.nic_bw is None else self.nic_bw * self.network_scale
+
+    @property
+    def hosts(self) -> list[str]:
+        return [f"{self.prefix}{i}" for i in range(self.nodes)]
+
+    def node_spec(self, i: int) -> str:
+        for first, last, spec in self.node_kinds:
+            if first <= i <= last:
+                return spec
+        return f"pack:1 core:{self.cores}"
+
+    def node_cores(self, i: int) -> int:
+        n = 1
+        for tok in self.node_spec(i).split():
+            n *= int(tok.split(":")[1])
+        return n
+
+
+# The clusters of the Angara paper (Khalilov & Timofeev) and a fat tree for comparison.
+# Link figures: an Angara link ~6 GB/s and ~0.5 us per hop as SMPI sees them (see
+# ../shared/notes/smpi.md); nodes run 1 Gflop/s per core in the simulation's unit.
+PRESETS = {
+    "angara-k1": Platform(name="angara-k1", kind="torus", dims=(3, 3, 4), nodes=36, cores=12,
+                          node_kinds=[(0, 23, "pack:2 core:6"), (24, 35, "pack:1 core:8")]),
+    "desmos": Platform(name="desmos", kind="torus", dims=(4, 2, 2, 2), nodes=32, cores=6,
+                       node_kinds=[(0, 31, "pack:1 core:6")]),
+    # 4 leaf switches of 8 nodes, 2 uplinks each to 2 spines: 2:1 oversubscribed
+    "fat-tree": Platform(name="fat-tree", kind="fat-tree", fat_tree="2;8,4;1,2;1,1", nodes=32, cores=12,
+                         node_kinds=[(0, 31, "pack:2 core:6")]),
+}
+
+
+def preset(name: str) -> Platform:
+    if name not in PRESETS:
+        raise UserError(f"unknown platform {name!r}; known: {', '.join(PRESETS)} (or --torus / --fat-tree)")
+    return replace(PRESETS[name])
+
+
+def fat_tree_leaves(params: str) -> tuple[int, ...]:
+    """Nodes per group from the top, as rankmap's switch tree: SimGrid "2;8,4;1,2;1,1" has
+    8 nodes under each leaf and 4 leaves under the top, i.e. a 4x8 switch tree."""
+    try:
+        parts = params.split(";")
+        levels = int(parts[0])
+        down = [int(x) for x in parts[1].split(",")]
+        up = [int(x) for x in parts[2].split(",")]
+        cnt = [int(x) for x in parts[3].split(",")]
+    except (ValueError, IndexError):
+        raise UserError(f"bad fat tree {params!r}; expected SimGrid's 'levels;down,...;up,...;count,...' "
+                        "such as 2;8,4;1,2;1,1") from None
+    if levels < 1 or not (len(down) == len(up) == len(cnt) == levels) or min(down + up + cnt) < 1:
+        raise UserError(f"bad fat tree {params!r}: each list needs {levels} positive numbers")
+    return tuple(reversed(down))
+
+
+def custom(kind_dims: str | None, fat_tree: str | None, cores: int | None, base: Platform | None) -> Platform:
+    """A preset changed by --torus/--fat-tree/--cores, or a new cluster from them."""
+    p = base or Platform(name="custom", kind="torus")
+    if kind_dims and fat_tree:
+        raise UserError("choose one network: --torus or --fat-tree")
+    if cores is not None:
+        if cores < 1:
+            raise UserError("--cores must be >= 1")
+        p = replace(p, cores=cores, node_kinds=[])
+    if kind_dims:
+        dims = parse_dims(kind_dims)
+        p = replace(p, kind="torus", dims=dims, fat_tree="", nodes=math.prod(dims),
+                    name=p.name if base else f"torus-{'x'.join(map(str, dims))}")
+        p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
+    elif fat_tree:
+        leaves = fat_tree_leaves(fat_tree)
+        p = replace(p, kind="fat-tree", fat_tree=fat_tree, dims=(), nodes=math.prod(leaves),
+                    name=p.name if base else "fat-tree-custom")
+        p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
+    elif base is None:
+        raise UserError("give a platform name (angara-k1, desmos, fat-tree) or --torus/--fat-tree")
+    if not p.node_kinds:
+        p.node_kinds = [(0, p.nodes - 1, f"pack:1 core:{p.cores}")]
+    if max(p.node_cores(i) for i in range(p.nodes)) > p.cores:
+        raise UserError("a node has more cores than the SimGrid hosts")
+    return p
+
+
+def check(p: Platform) -> None:
+    for what, v in (("link bandwidth", p.link_bw), ("link latency", p.link_lat), ("loopback bandwidth", p.loopback_bw),
+                    ("loopback latency", p.loopback_lat), ("core speed", p.core_speed),
+                    ("network scale", p.network_scale)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v)) or v < 0 or (v == 0 and "latency" not in what):
+            raise UserError(f"{what} must be a positive number, not {v!r}")
+    if p.nic_bw is not None and not (math.isfinite(p.nic_bw) and p.nic_bw > 0):
+        raise UserError(f"NIC bandwidth must be positive (or 'none'), not {p.nic_bw!r}")
+
+
+def _cluster_xml(p: Platform, ideal: bool, speed: str | None = None) -> str:
+    if ideal:   # zero cost communication: same hosts and routes, nothing takes time
+        bw, lat, lbw, llat, nic = "1e6TBps", "0us", "1e6TBps", "0us", None
+    else:
+        bw, lat = f"{p.eff_link_bw:g}GBps", f"{p.eff_link_lat:g}us"
+        lbw, llat = f"{p.loopback_bw:g}GBps", f"{p.loopback_lat:g}us"
+        nic = None if p.eff_nic_bw is None else f"{p.eff_nic_bw:g}GBps"
+    topo = (f'topology="TORUS" topo_parameters="{",".join(map(str, p.dims))}"' if p.kind == "torus"
+            else f'topology="FAT_TREE" topo_parameters="{p.fat_tree}"')
+    lim = f' limiter_link="{nic}"' if nic else ""
+    return (f'  <cluster id="{p.name}" prefix="{p.prefix}" suffix="" radical="0-{p.nodes - 1}" '
+            f'speed="{speed or f"{p.core_speed:g}Gf"}" core="{p.cores}"\n'
+            f'           bw="{bw}" lat="{lat}" sharing_policy="SPLITDUPLEX" {topo}\n'
+            f'           loopback_bw="{lbw}" loopback_lat="{llat}"{lim}/>\n')
+
+
+VARIANTS = {"platform.xml": "", "platform-ideal.xml": " (a network that costs nothing)",
+            "platform-nocompute.xml": " (compute that costs nothing)"}
+
+
+def platform_xml(p: Platform, variant: str = "platform.xml") -> str:
+    ideal = variant == "platform-ideal.xml"
+    speed = "1e12Gf" if variant == "platform-nocompute.xml" else None
+    return ("<?xml version='1.0'?>\n"
+            '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+            f"<!-- rankmap platform {p.name}{VARIANTS[variant]}: written by `rankmap platform` -->\n"
+            '<platform version="4.1">\n' + _cluster_xml(p, ideal, speed) + "</platform>\n")
+
+
+def sim_spec(p: Platform, i: int) -> str:
+    """Node i's internals as the simulation sees them: its cores, with no sockets (a SimGrid
+    host has one loopback link for all its cores, so socket placement cannot matter there)."""
+    return f"pack:1 core:{p.node_cores(i)}"
+
+
+def machine_spec(p: Platform) -> dict:
+    """rankmap's machine description of the platform (what `--machine DIR` rebuilds)."""
+    hosts = p.hosts
+    by_spec: dict[str, list[str]] = {}
+    for i, h in enumerate(hosts):
+        by_spec.setdefault(sim_spec(p, i), []).append(h)
+    topo = ([next(iter(by_spec))] if len(by_spec) == 1 else
+            [f"{hostnames.compress(hs)}={spec}" for spec, hs in by_spec.items()])
+    spec = {"hosts": hosts, "node_topology": topo, "torus": None, "mesh": None, "coords": None,
+            "switch_tree": None, "level_costs": None, "hop_cost": None, "ranks_per_node": None, "oversubscribe": 1}
+    if p.kind == "torus":
+        spec["torus"] = "x".join(map(str, p.dims))
+        coords = {}
+        for i, h in enumerate(hosts):
+            c, rest = [], i
+            for d in p.dims:
+                c.append(rest % d)
+                rest //= d
+            coords[h] = c
+        spec["coords"] = coords
+    else:
+        spec["switch_tree"] = "x".join(map(str, fat_tree_leaves(p.fat_tree)))
+    d = asdict(p)
+    d["dims"] = list(p.dims)
+    d["node_kinds"] = [list(k) for k in p.node_kinds]
+    spec["simgrid"] = d
+    return spec
+
+
+def write(p: Platform, out: str | Path, force: bool = False) -> Path:
+    check(p)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        if not (out / "platform.xml").exists():
+            raise UserError(f"{out} exists and is not a platform directory")
+        raise UserError(f"{out} already holds a platform; pass --force to replace it")
+    out.mkdir(parents=True, exist_ok=True)
+    for v in VARIANTS:
+        (out / v).write_text(platform_xml(p, v))
+    (out / "machine.json").write_text(json.dumps(machine_spec(p), indent=2) + "\n")
+    return out
+
+
+def load(path: str | Path) -> tuple[Platform, Path]:
+    """A platform directory (or its machine.json) back as a Platform."""
+    d = Path(path)
+    if d.is_file():
+        d = d.parent
+    mj = d / "machine.json"
+    try:
+        spec = json.loads(mj.read_text())
+        sg = dict(spec["simgrid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UserError(f"{d} is not a platform directory (no machine.json with a 'simgrid' section; "
+                        "write one with `rankmap platform`)") from None
+    if not (d / "platform.xml").exists():
+        raise UserError(f"{d}: platform.xml is missing")
+    sg["dims"] = tuple(sg.get("dims") or ())
+    sg["node_kinds"] = [tuple(k) for k in sg.get("node_kinds") or []]
+    try:
+        return Platform(**sg), d
+    except TypeError as e:
+        raise UserError(f"{mj}: bad 'simgrid' section ({e})") from None
+
+
+def block_allocation(p: Platform, nranks: int) -> list[str]:
+    """What Slurm's block distribution gives a job of nranks on the idle cluster: the first
+    nodes in node order, each filled to its cores (the simulated 'Slurm default')."""
+    hosts, left = [], nranks
+    for i in range(p.nodes):
+        if left <= 0:
+            break
+        take = min(left, p.node_cores(i))
+        hosts += [f"{p.prefix}{i}"] * take
+        left -= take
+    if left > 0:
+        total = sum(p.node_cores(i) for i in range(p.nodes))
+        raise UserError(f"{nranks} ranks do not fit the {total} cores of {p.name}")
+    return hosts
+
+
+def describe(p: Platform) -> str:
+    net = (f"{'x'.join(map(str, p.dims))} torus" if p.kind == "torus" else
+           f"fat tree {p.fat_tree} ({'x'.join(map(str, fat_tree_leaves(p.fat_tree)))})")
+    kinds = ", ".join(f"{hostnames.compress([f'{p.prefix}{i}' for i in range(a, b + 1)])} {s}"
+                      for a, b, s in p.node_kinds)
+    nic = "unlimited" if p.eff_nic_bw is None else f"{p.eff_nic_bw:g} GB/s"
+    return (f"{p.name}: {p.nodes} nodes ({kinds}), {net}; links {p.eff_link_bw:g} GB/s {p.eff_link_lat:g} us, "
+            f"loopback {p.loopback_bw:g} GB/s {p.loopback_lat:g} us, NIC {nic}, {p.core_speed:g} Gflop/s per core"
+            + (f" (network x{p.network_scale:g})" if p.network_scale != 1 else ""))

@@ -1,0 +1,158 @@
+"""`rankmap predict`: the communication time of a traffic matrix under a mapping, estimated
+analytically from the network's parameters, without running anything (the network-model
+approach of the SpMV scalability study, on rankmap's machine model).
+
+Inputs per ordered pair of ranks (i, j): bytes M_ij and messages C_ij (a profile or trace
+gives both; a matrix without counts is taken as one message per pair). Per pair, the
+alpha-beta cost of the route the pair's messages take:
+    alpha_ij = loopback latency (same node) or hops x link latency (dimension-order routes;
+               up and down a switch tree)
+    beta_ij  = loopback bandwidth, or the link bandwidth (capped by the node's NIC)
+The estimate is the classic alpha-beta sum of a latency term and a bandwidth term:
+    latency    max over ranks i of sum_j C_ij alpha_ij: a rank starts its messages one
+               after another
+    bandwidth  the largest of four times the run cannot beat:
+      serial     max over ranks i of sum_j M_ij / beta_ij (a sender's bytes in turn:
+                 blocking sends, pipelines)
+      links      max over directed links of the bytes routed over it / link bandwidth
+      nic        max over nodes of the bytes its router passes (sent, received and transit:
+                 SimGrid's limiter) / NIC bandwidth
+      bisection  bytes crossing the cut that halves the torus's longest dimension / that
+                 cut's bandwidth (the all-to-all bound)
+The bound that decides is reported: it says what to change (placement, volume, network).
+What it estimates is the time of the communication alone, as if compute cost nothing;
+how much of it a program hides behind its compute is not in a traffic matrix
+(bench/mapping_sim.py checks both against SimGrid SMPI)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from mapper.machine import Machine
+from mapper.metrics import link_loads
+from mapper.network import SwitchTree, Torus
+from profiler.errors import UserError
+
+
+@dataclass
+class Network:
+    link_bw: float          # bytes/s per link and direction
+    link_lat: float         # s per link
+    loop_bw: float          # bytes/s between two ranks of one node
+    loop_lat: float         # s
+    nic_bw: float | None    # bytes/s through a node's router (None: no cap)
+
+    @classmethod
+    def from_probe(cls, path) -> "Network":
+        """From `rankmap probe`'s file: two cores of one socket are the loopback, neighbour
+        nodes the first link."""
+        import json
+        try:
+            r = json.loads(open(path).read())
+            lat, bw = r["latency_us"], r["bandwidth_GBps"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UserError(f"{path}: not a `rankmap probe` file ({e})") from None
+        near = lat.get("same socket", lat.get("other socket"))
+        nbw = bw.get("same socket", bw.get("other socket"))
+        if "neighbour node" not in lat or near is None:
+            raise UserError(f"{path}: the probe measured no pair of nodes (or no pair inside a node)")
+        return cls(link_bw=bw["neighbour node"] * 1e9, link_lat=lat["neighbour node"] * 1e-6, loop_bw=nbw * 1e9,
+                   loop_lat=near * 1e-6, nic_bw=None)
+
+    @classmethod
+    def from_platform(cls, p) -> "Network":
+        nic = None if p.eff_nic_bw is None else p.eff_nic_bw * 1e9
+        return cls(link_bw=p.eff_link_bw * 1e9, link_lat=p.eff_link_lat * 1e-6, loop_bw=p.loopback_bw * 1e9,
+                   loop_lat=p.loopback_lat * 1e-6, nic_bw=nic)
+
+
+def _through(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
+    """Bytes each node's router passes: every node a route visits, its ends included (the
+    SimGrid limiter's accounting)."""
+    v = np.zeros(machine.nnodes)
+    inter = na != nb
+    if not inter.any():
+        return v
+    key = na[inter] * machine.nnodes + nb[inter]
+    uk, inv = np.unique(key, return_inverse=True)     # routes depend on the nodes only
+    w = np.bincount(inv, weights=M.data[inter])
+    a, b = uk // machine.nnodes, uk % machine.nnodes
+    np.add.at(v, a, w)
+    net = machine.network
+    if not isinstance(net, Torus):
+        np.add.at(v, b, w)
+        return v
+    node_at = np.full(net.positions, -1, dtype=np.int64)
+    node_at[net.pos(net.coords)] = np.arange(machine.nnodes)
+    cur = net.coords[a].copy()
+    steps = net._steps(cur, net.coords[b])
+    for d, size in enumerate(net.dims):
+        s = steps[d].copy()
+        while True:
+            act = np.flatnonzero(s != 0)
+            if not len(act):
+                break
+            move = np.where(s[act] > 0, 1, -1)
+            nxt = cur[act, d] + move
+            if net.wrap[d]:
+                nxt %= size
+            cur[act, d] = nxt
+            s[act] -= move
+            nodes = node_at[net.pos(cur[act])]
+            ok = nodes >= 0          # positions without a node of this machine do not count
+            np.add.at(v, nodes[ok], w[act][ok])
+    return v
+
+
+def _bisection(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray, bw: float) -> float:
+    """Bytes crossing the cut that halves the longest torus dimension / its bandwidth."""
+    net = machine.network
+    if not isinstance(net, Torus):
+        return 0.0
+    d = int(np.argmax(net.dims))
+    size = net.dims[d]
+    if size < 2:
+        return 0.0
+    half = net.coords[:, d] < size // 2
+    cross = half[na] != half[nb]
+    byts = float(M.data[cross].sum())
+    # links across the cut: 2 cuts on a ring (1 on a line) per other-dimension position, both directions
+    rings = int(np.prod(net.dims)) // size
+    per_ring = (2 if net.wrap[d] and size > 2 else 1) * 2
+    return byts / (rings * per_ring * bw) if byts else 0.0
+
+
+def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.ndarray, net: Network) -> dict:
+    M = sp.coo_matrix(M, dtype=np.float64)
+    keep = M.row != M.col
+    rows, cols, byts = M.row[keep], M.col[keep], M.data[keep]
+    if C is None:
+        msgs = np.ones(len(byts))
+    else:
+        Cc = sp.csr_matrix(C, dtype=np.float64)
+        msgs = np.asarray(Cc[rows, cols]).ravel() if len(rows) else np.zeros(0)
+        msgs = np.maximum(msgs, (byts > 0).astype(float))
+    M = sp.coo_matrix((byts, (rows, cols)), shape=M.shape)
+    na, nb = machine.slot_node[slot[rows]], machine.slot_node[slot[cols]]
+    inter = na != nb
+    hops = machine.node_hops(na, nb)
+    alpha = np.where(inter, hops * net.link_lat, net.loop_lat)
+    bw_inter = net.link_bw if net.nic_bw is None else min(net.link_bw, net.nic_bw)
+    beta = np.where(inter, bw_inter, net.loop_bw)
+    n = M.shape[0]
+    lat_rank = np.bincount(rows, weights=msgs * alpha, minlength=n)
+    bw_rank = np.bincount(rows, weights=byts / beta, minlength=n)
+    latency = float(lat_rank.max()) if n else 0.0
+    loads = link_loads(M, machine, slot)
+    bounds = {"serial": float(bw_rank.max()) if n else 0.0,
+              "links": float(loads.max()) / net.link_bw if len(loads) else 0.0,
+              "nic": 0.0, "bisection": _bisection(M, machine, na, nb, net.link_bw)}
+    if net.nic_bw is not None and inter.any():
+        bounds["nic"] = float(_through(M, machine, na, nb).max()) / net.nic_bw
+    limit = max(bounds, key=bounds.get)
+    return {"seconds": latency + bounds[limit], "latency": latency, "bandwidth": bounds[limit],
+            "limited_by": limit, "bounds": bounds,
+            "busiest_rank": int(np.argmax(lat_rank + bw_rank)) if n else 0,
+            "internode_bytes": float(byts[inter].sum()), "messages": float(msgs.sum())}

@@ -1,0 +1,200 @@
+"""SimGrid SMPI time-independent traces as traffic (`--format smpi`).
+
+`smpirun -trace-ti --cfg=tracing/filename:T` writes an index file T that lists one file per
+rank; each line of a rank's file is `<rank> <action> <args...>` (SimGrid 3.32,
+src/instr/instr_private.hpp). Point-to-point sends (send, isend, ssend, issend, bsend,
+ibsend, sendRecv) give exact pairs; `alltoallv` gives exact pairs from each rank's own send
+counts; the other collectives become rows of the same collective table the profiler
+writes and are expanded with the chosen model (profiler/collectives.py); `auto` means
+`smpi`, the algorithms SMPI's default selector runs when the trace is replayed.
+
+Counts are in elements of a datatype named by SimGrid's predefined-type id; a derived
+datatype has no id in the trace, so its elements are counted as 1 byte each (and said so).
+The trace names no communicator: SimGrid replays every collective on MPI_COMM_WORLD, and so
+does this reader. Persistent requests (`Start`) do not say whether they send; they are
+skipped (and said so)."""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from profiler.errors import UserError
+from profiler.traffic import Traffic
+
+# SimGrid 3.32 predefined datatype ids (src/smpi/mpi/smpi_datatype.cpp) -> size in bytes
+DATATYPE_SIZE = {
+    0: 8, 1: 4, 2: 1, 3: 2, 4: 8, 5: 4, 6: 1, 7: 8, 8: 1, 9: 1, 10: 2, 11: 4, 12: 8, 13: 8, 14: 16, 15: 4,
+    16: 1, 17: 1, 18: 2, 19: 4, 20: 8, 21: 1, 22: 2, 23: 4, 24: 8, 25: 8, 26: 16, 27: 32, 28: 8, 29: 8,
+    30: 8, 31: 16, 32: 16, 33: 8, 34: 8, 35: 8, 36: 16, 37: 16, 38: 4, 39: 4, 40: 8, 41: 16, 42: 8, 43: 16,
+    44: 16, 45: 4, 46: 2, 47: 4, 48: 8, 49: 16, 50: 32, 51: 1, 52: 8, 53: 16, 54: 32, 57: 1, 58: 8, 59: 8,
+}
+SENDS = ("send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend")
+_P2P = re.compile(rb"^\d+ (?:" + b"|".join(s.encode() for s in SENDS) + rb") (\d+) (-?\d+) (\d+)(?: (\d+))?[ \t]*$",
+                  re.M)
+_SENDRECV = re.compile(rb"^\d+ sendRecv (\d+) (\d+) (\d+) (-?\d+)(?: (\d+))?", re.M)
+_OTHER = re.compile(rb"^\d+ (bcast|reduce|allreduce|scan|exscan|gather|scatter|allgather|alltoall|allgatherv|"
+                    rb"alltoallv|reducescatter|gatherv|scatterv)\b([^\n]*)$", re.M)
+OPS = {"reducescatter": "reduce_scatter"}   # trace names -> the profiler's collective names
+
+
+def is_trace(path: Path) -> bool:
+    """A trace index (its first line names a per-rank file) or a directory holding trace.ti."""
+    if path.is_dir():
+        return (path / "trace.ti").is_file()
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).decode(errors="replace")
+    except OSError:
+        return False
+    first = head.strip().splitlines()[0] if head.strip() else ""
+    return "_files/" in first and "rank-" in first
+
+
+def rank_files(index: Path) -> list[Path]:
+    """The per-rank files of an index, in rank order. Paths are tried as written, then
+    next to the index (a trace directory that was moved still reads)."""
+    if index.is_dir():
+        index = index / "trace.ti"
+    try:
+        lines = [ln.strip() for ln in index.read_text().splitlines() if ln.strip()]
+    except OSError as e:
+        raise UserError(f"{index}: {e.strerror}") from None
+    if not lines:
+        raise UserError(f"{index}: empty trace index")
+    out = []
+    for ln in lines:
+        p = Path(ln)
+        cands = [p, index.parent / p, index.parent / p.parent.name / p.name]
+        hit = next((c for c in cands if c.is_file()), None)
+        if hit is None:
+            raise UserError(f"{index}: the rank file {ln} is missing")
+        out.append(hit)
+
+    def rank_of(p: Path) -> int:
+        m = re.search(r"rank-(\d+)\.txt$", p.name)
+        if not m:
+            raise UserError(f"{index}: {p.name} is not a SimGrid per-rank trace file")
+        return int(m.group(1))
+    out.sort(key=rank_of)
+    if [rank_of(p) for p in out] != list(range(1, len(out) + 1)):
+        raise UserError(f"{index}: the rank files are not numbered 1..{len(out)}")
+    return out
+
+
+_TO_NOBODY = re.compile(rb"^\d+ (?:send|isend|Isend|ssend|Ssend|issend|ISsend|bsend|ibsend|recv|irecv|Irecv) -\d+ [^\n]*\n?",
+                        re.M)
+
+
+def without_proc_null(text: bytes) -> bytes | None:
+    """The rank file without its point-to-point actions to or from MPI_PROC_NULL (SMPI 3.32
+    records them with endpoint -333 and its replay then aborts), or None if it has none.
+    Waits need no change: replay's waitall takes what is pending, and a wait that finds
+    no request returns."""
+    out, n = _TO_NOBODY.subn(b"", text)
+    return out if n else None
+
+
+def _size(dt: bytes | None, unknown: list) -> int:
+    if dt is None or dt == b"":
+        unknown.append(1)
+        return 1
+    s = DATATYPE_SIZE.get(int(dt))
+    if s is None:
+        unknown.append(1)
+        return 1
+    return s
+
+
+def read_trace(path: Path, model: str = "auto") -> Traffic:
+    from profiler.collectives import expand, parse_model
+    from profiler.rundir import Collective
+    files = rank_files(path)
+    n = len(files)
+    rows, cols, byts = [], [], []
+    unknown: list = []
+    starts = 0
+    coll: dict = defaultdict(lambda: [0, 0])   # (op, root, bucket) -> [calls, bytes]
+    for r, f in enumerate(files):
+        try:
+            text = f.read_bytes()
+        except OSError as e:
+            raise UserError(f"{f}: {e.strerror}") from None
+        for m in _P2P.finditer(text):
+            dst, cnt, dt = int(m.group(1)), int(m.group(3)), m.group(4)
+            rows.append(r), cols.append(dst), byts.append(cnt * _size(dt, unknown))
+        for m in _SENDRECV.finditer(text):
+            cnt, dst, dt = int(m.group(1)), int(m.group(2)), m.group(5)
+            rows.append(r), cols.append(dst), byts.append(cnt * _size(dt, unknown))
+        starts += text.count(b" Start ")
+        for m in _OTHER.finditer(text):
+            op = m.group(1).decode()
+            tok = m.group(2).split()
+            try:
+                if op == "alltoallv":   # send_size, P send counts, recv_size, P recv counts, types
+                    sc = [int(x) for x in tok[1:1 + n]]
+                    size = _size(tok[2 + 2 * n] if len(tok) > 2 + 2 * n else None, unknown)
+                    for dst, c in enumerate(sc):
+                        if c and dst != r:
+                            rows.append(r), cols.append(dst), byts.append(c * size)
+                    continue
+                if r != 0:          # every other collective: its table row comes from rank 0's file
+                    continue
+                op_name, root, nbytes = _collective(op, tok, n, unknown)
+            except (ValueError, IndexError):
+                raise UserError(f"{f}: cannot read the {op} line {m.group(0)[:80].decode(errors='replace')!r}") \
+                    from None
+            if op_name is None:
+                continue
+            key = (op_name, root, max(0, int(nbytes)).bit_length())
+            coll[key][0] += 1
+            coll[key][1] += int(nbytes)
+    if rows and (max(cols) >= n or min(cols) < 0):
+        raise UserError(f"{path}: a send to rank {max(cols)} in a trace of {n} ranks")
+    B = sp.coo_matrix((np.asarray(byts, dtype=np.float64), (np.asarray(rows, dtype=np.int64),
+                                                             np.asarray(cols, dtype=np.int64))), shape=(n, n)).tocsr()
+    M = sp.coo_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
+                      shape=(n, n)).tocsr()
+    members = np.arange(n)
+    table = [Collective(members=members, op=op, root=root, bucket=bucket, calls=c, bytes=b)
+             for (op, root, bucket), (c, b) in sorted(coll.items())]
+    if model == "auto":     # a replayed trace runs SMPI's default collectives
+        model = "smpi"
+    name, k = parse_model(model)
+    cb, cm, _ = expand(table, n, name, k)
+    notes = []
+    if unknown:
+        notes.append(f"{len(unknown)} trace line(s) use a derived datatype: their elements counted as 1 byte")
+    if starts:
+        notes.append(f"{starts} persistent-request start(s) skipped (the trace does not say whether they send)")
+    return Traffic(bytes=(B + cb).astype(np.float64), msgs=(M + cm).astype(np.float64), source=str(path),
+                   format=f"smpi (collectives: {model})", notes=notes)
+
+
+def _collective(op: str, tok: list, n: int, unknown: list):
+    """(profiler op name, root world rank or -1, per-call size n in the profiler's sense)."""
+    if op in ("bcast",):                       # count [root] type
+        root = int(tok[1]) if len(tok) >= 3 else 0
+        return op, root, int(tok[0]) * _size(tok[-1] if len(tok) >= 2 else None, unknown)
+    if op == "reduce":                         # count amount root type
+        root = int(tok[2]) if len(tok) >= 4 else 0
+        return op, root, int(tok[0]) * _size(tok[-1] if len(tok) >= 3 else None, unknown)
+    if op in ("allreduce", "scan", "exscan"):  # count amount type
+        return op, -1, int(tok[0]) * _size(tok[-1] if len(tok) >= 3 else None, unknown)
+    if op in ("allgather", "alltoall"):        # sendcount recvcount sendtype recvtype
+        return op, -1, int(tok[0]) * _size(tok[2] if len(tok) >= 4 else None, unknown)
+    if op in ("gather", "scatter"):            # sendcount [recvcount] [root] sendtype recvtype
+        root = int(tok[-3]) if len(tok) >= 5 else 0
+        return op, root, int(tok[0]) * _size(tok[-2] if len(tok) >= 3 else None, unknown)
+    if op == "allgatherv":                     # sendcount, P recv counts, types
+        counts = [int(x) for x in tok[1:1 + n]]
+        return op, -1, sum(counts) * _size(tok[-1] if len(tok) > 1 + n else None, unknown)
+    if op == "reducescatter":                  # P recv counts, amount, type
+        counts = [int(x) for x in tok[:n]]
+        return OPS[op], -1, sum(counts) * _size(tok[-1] if len(tok) > n else None, unknown)
+    # gatherv / scatterv: per-rank counts depend on the root's view; model them as gather/scatter
+    counts = [int(x) for x in tok[1:1 + n]] if len(tok) > n else [int(tok[0])]
+    return op[:-1], 0, (sum(counts) // max(1, len(counts))) * _size(tok[-1], unknown)

@@ -1,0 +1,198 @@
+"""The profile -> map -> relaunch workflow on a simulated cluster (SimGrid SMPI), and the
+comparison of placements by trace replay that the demo and bench/mapping_sim.py print.
+
+Placements (as the Angara paper names them):
+  block      Slurm's default: the first nodes of the cluster, each filled in turn
+  cyclic     Slurm's cyclic distribution over the same nodes
+  random     a random order over the same nodes (seeded)
+  rankmap-b  rankmap's mapping onto the same nodes (mode "same allocation")
+  rankmap-c  rankmap's mapping onto nodes it chooses among the whole cluster
+Communication time = simulated time minus the time of the same trace on a network that
+costs nothing (platform-ideal.xml): what the network adds to the run, waiting included."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mapper import baselines, metrics, options, platform as plat, writers
+from mapper.mapping import run_map
+from mapper.predict import Network, predict
+from profiler.errors import UserError
+from profiler.traffic import load_traffic
+from slurm import smpi
+
+PLACEMENTS = ("block", "cyclic", "random", "rankmap-b", "rankmap-c")
+
+
+@dataclass
+class Allocation:
+    """The nodes block placement uses, as a machine of their own."""
+    hosts: list            # block hostfile: host of each rank
+    nodes: list            # distinct nodes, in order
+    spec_path: Path        # machine.json restricted to those nodes
+
+
+def allocate(p: plat.Platform, platform_dir: Path, nranks: int, where: Path) -> Allocation:
+    hosts = plat.block_allocation(p, nranks)
+    nodes = list(dict.fromkeys(hosts))
+    spec = plat.machine_spec(p)
+    keep = set(nodes)
+    spec["hosts"] = nodes
+    if spec.get("coords"):
+        spec["coords"] = {h: c for h, c in spec["coords"].items() if h in keep}
+    spec["node_topology"] = [t for t in _topologies(p, nodes)]
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / "allocation-machine.json"
+    path.write_text(json.dumps(spec, indent=2) + "\n")
+    return Allocation(hosts=hosts, nodes=nodes, spec_path=path)
+
+
+def _topologies(p: plat.Platform, nodes: list[str]) -> list[str]:
+    from mapper import hostnames
+    by: dict[str, list[str]] = {}
+    for h in nodes:
+        by.setdefault(plat.sim_spec(p, int(h[len(p.prefix):])), []).append(h)
+    return [next(iter(by))] if len(by) == 1 else [f"{hostnames.compress(hs)}={s}" for s, hs in by.items()]
+
+
+def _hosts(machine, slot) -> list[str]:
+    return [machine.hosts[machine.slot_node[s]] for s in slot]
+
+
+def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, out: Path, seed: int = 0,
+               which=PLACEMENTS, model: str = "auto", console=None) -> dict[str, list[str]]:
+    """Hostfile lines of each placement (rankmap's mappings are written under out/)."""
+    alloc = allocate(p, platform_dir, nranks, out)
+    m_alloc = options.build(json.loads(alloc.spec_path.read_text()))
+    res: dict[str, list[str]] = {}
+    for name in which:
+        if name == "block":
+            res[name] = alloc.hosts
+        elif name == "cyclic":
+            res[name] = _hosts(m_alloc, baselines.cyclic(nranks, m_alloc))
+        elif name == "random":
+            res[name] = _hosts(m_alloc, baselines.random(nranks, m_alloc, seed))
+        elif name in ("rankmap-b", "rankmap-c"):
+            same = name == "rankmap-b"
+            d = out / ("mapping-b" if same else "mapping-c")
+            run_map(str(trace), fmt="smpi", model=model, allow_partial=False,
+                    mopts={"machine_file": str(alloc.spec_path if same else platform_dir / "machine.json")},
+                    algorithm="metis", seed=seed, tries=3, time_limit=None, refine=True, fill="packed",
+                    mode="same-allocation" if same else "whole-cluster", out=str(d), force=True, plots_on=False,
+                    console=None, also_nodes=alloc.nodes)
+            res[name] = smpi.read_hostfile(d / "hostfile")
+        else:
+            raise UserError(f"unknown placement {name!r}; choose among {', '.join(PLACEMENTS)}")
+    return res
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    comm_seconds: float
+    wall: float
+    hop_bytes: float = 0.0
+    max_link_load: float = 0.0
+    internode_fraction: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"simulated_seconds": self.seconds, "comm_seconds": self.comm_seconds,
+                "comm_share": self.comm_seconds / self.seconds if self.seconds else 0.0, "wall_seconds": self.wall,
+                "hop_bytes": self.hop_bytes, "max_link_load": self.max_link_load,
+                "internode_fraction": self.internode_fraction} | self.extra
+
+
+def ideal_seconds(trace: Path, p: plat.Platform, platform_dir: Path, hostfile: Path, nranks: int) -> float:
+    """The trace on a network that costs nothing (the same for every placement)."""
+    return smpi.replay(trace, p, platform_dir, hostfile, nranks, ideal=True).seconds
+
+
+def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[str, list[str]], out: Path,
+            model: str = "auto", advance=None) -> dict[str, Outcome]:
+    """Replay the trace under each placement; metrics on rankmap's model of the platform."""
+    nranks = len(next(iter(hosts_of.values())))
+    traffic = load_traffic(trace, "smpi", model)
+    full = options.build(plat.machine_spec(p))
+    net = Network.from_platform(p)
+    out.mkdir(parents=True, exist_ok=True)
+    first = None
+    results = {}
+    for name, hosts in hosts_of.items():
+        smpi.check_hosts(hosts, p, name)
+        hf = smpi.write_hostfile(hosts, out / f"hostfile-{name}")
+        if first is None:
+            first = ideal_seconds(trace, p, platform_dir, hf, nranks)
+            if advance:
+                advance("ideal network")
+        r = smpi.replay(trace, p, platform_dir, hf, nranks)
+        alone = smpi.replay(trace, p, platform_dir, hf, nranks, variant="platform-nocompute.xml")
+        slot = writers.read_mapping(hf, full, nranks)
+        mt = metrics.evaluate(traffic.bytes, full, slot)
+        pr = predict(traffic.bytes, traffic.msgs, full, slot, net)
+        results[name] = Outcome(seconds=r.seconds, comm_seconds=max(0.0, r.seconds - first), wall=r.wall,
+                                hop_bytes=mt["net_hop_bytes"], max_link_load=mt["max_link_load"],
+                                internode_fraction=mt["internode_fraction"],
+                                extra={"predicted_comm_seconds": pr["seconds"], "predicted_limit": pr["limited_by"],
+                                       "comm_alone_seconds": alone.seconds, "ideal_seconds": first,
+                                       "predicted_bounds": pr["bounds"]})
+        if advance:
+            advance(name)
+    return results
+
+
+def run_workflow(program: list[str], platform_dir: str, nranks: int | None, out: str | None, mode: str, seed: int,
+                 model: str, compute: str, replay_pass2: bool, console) -> int:
+    """Pass 1 under smpirun with a trace, map, pass 2 on the mapping; report both."""
+    if not nranks or nranks < 1:
+        raise UserError("--launcher smpi needs the number of ranks: -n N")
+    p, pdir = plat.load(platform_dir)
+    out_dir = Path(out or time.strftime("rankmap-sim-%Y%m%d-%H%M%S"))
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise UserError(f"{out_dir} exists and is not empty; choose another --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    say = console.print if console is not None else (lambda *a, **k: None)
+    say(f"[bold]simulated cluster[/bold] {plat.describe(p)}")
+    alloc = allocate(p, pdir, nranks, out_dir)
+    hf1 = smpi.write_hostfile(alloc.hosts, out_dir / "hostfile-pass1")
+    trace = out_dir / "profile" / "trace.ti"
+    say(f"pass 1: {nranks} ranks, Slurm block placement on {len(alloc.nodes)} node(s), recording a trace")
+    r1 = smpi.run(program, p, pdir, hf1, nranks, trace=trace, compute=compute)
+    (out_dir / "profile" / "stdout.txt").write_text(r1.stdout)
+    ideal = smpi.replay(trace, p, pdir, hf1, nranks, ideal=True).seconds
+    same = mode == "same-allocation"
+    mopts = {"machine_file": str(alloc.spec_path if same else pdir / "machine.json")}
+    rep = run_map(str(trace), fmt="smpi", model=model, allow_partial=False, mopts=mopts, algorithm="metis", seed=seed,
+                  tries=3, time_limit=None, refine=True, fill="packed", mode=mode, out=str(out_dir / "mapping"),
+                  force=False, plots_on=False, console=None, also_nodes=alloc.nodes)
+    hf2 = out_dir / "mapping" / "hostfile"
+    hosts2 = smpi.read_hostfile(hf2)
+    smpi.check_hosts(hosts2, p, str(hf2))
+    how = "replaying the trace" if replay_pass2 else "re-executing"
+    say(f"mapped ({rep['chosen']}, mode {mode}) onto {len(set(hosts2))} node(s); pass 2: {how}")
+    if replay_pass2:
+        r2 = smpi.replay(trace, p, pdir, hf2, nranks)
+    else:
+        r2 = smpi.run(program, p, pdir, hf2, nranks, compute=compute)
+        (out_dir / "stdout-pass2.txt").write_text(r2.stdout)
+    rows = {"pass 1 (block)": r1.seconds, "pass 2 (rankmap)": r2.seconds}
+    summary = {"platform": plat.describe(p), "ranks": nranks, "mode": mode, "program": program,
+               "ideal_network_seconds": ideal, "pass2": "replay" if replay_pass2 else "execute",
+               "compute": compute, "passes": {}}
+    for name, secs in rows.items():
+        comm = max(0.0, secs - ideal)
+        summary["passes"][name] = {"simulated_seconds": secs, "comm_seconds": comm,
+                                   "comm_share": comm / secs if secs else 0.0}
+        say(f"  {name:17} simulated {secs:.6g} s, communication {comm:.6g} s ({comm / secs if secs else 0:.1%})")
+    if r1.seconds > 0:
+        say(f"  pass 2 / pass 1: {r2.seconds / r1.seconds:.3f} in time, "
+            f"{(max(0, r2.seconds - ideal)) / max(1e-300, r1.seconds - ideal):.3f} in communication")
+    if compute == "measured" and not replay_pass2:
+        say("  note: measured compute varies 4-12 % between SMPI runs; compare placements with --replay")
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    say(f"written: {out_dir}/{{profile/trace.ti, mapping/, summary.json}}")
+    return 0
