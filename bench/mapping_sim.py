@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from mapper import platform as plat  # noqa: E402
 from profiler import native  # noqa: E402
+from profiler.errors import UserError  # noqa: E402
 from slurm import simulated, smpi  # noqa: E402
 
 WORKLOADS = {
@@ -69,7 +70,7 @@ def main():
             if not (d / "machine.json").exists():
                 plat.write(p, d, force=True)
             platforms[(c, s)] = plat.load(d)
-    rows = []
+    rows, failures = [], []
     print(f"{'workload':8} {'cluster':9} {'P':>4} {'net':>5} {'block s':>10} {'cyc':>6} {'rand':>6} {'rm-b':>6} "
           f"{'rm-c':>6} | {'comm%':>6} {'c:cyc':>6} {'c:rand':>6} {'c:rm-b':>6} {'c:rm-c':>6} | {'pred/smpi':>9}")
     pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
@@ -90,10 +91,20 @@ def main():
                 futs = {s: pool.submit(simulated.compare, trace, *platforms[(c, s)], hosts,
                                        work / f"replay-{w}-{P}-{c}-x{s:g}") for s in SCALES}
                 for s in SCALES:
-                    res = futs[s].result()
+                    try:
+                        res = futs[s].result()
+                    except UserError as e:   # a SimGrid replay crash: say so, keep the other rows
+                        first = str(e).splitlines()
+                        print(f"{w:8} {c:9} {P:4d} {'x' + format(s, 'g'):>5} FAILED: {first[0]} {first[-1][-90:]}",
+                              flush=True)
+                        failures.append((w, c, P, s))
+                        continue
                     rows.append(_row(w, c, P, s, res))
     pool.shutdown()
     _summary(rows)
+    if failures:
+        print(f"{len(failures)} row(s) not measured: SimGrid's replay crashed "
+              f"({', '.join(f'{w} {c} P={P} x{s:g}' for w, c, P, s in failures)})")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
         print(f"written {args.json}")

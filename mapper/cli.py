@@ -105,7 +105,7 @@ def show_profile(rundir, top, model, show_ranks, heatmap, as_json):
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["profiler", "collectives", "bind", "probe"]))
+@click.argument("kind", type=click.Choice(["profiler", "collectives", "bind", "probe", "coll_bench"]))
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="MPI variant (default: the default MPI).")
 def libpath(kind, mpi):
     """Print the path of a built library (for LD_PRELOAD or linking)."""
@@ -331,13 +331,14 @@ def srun_cmd(mapping, dry_run, bind_wrapper, preload_collectives, mpi, srun_args
 @click.option("--dry-run", is_flag=True, help="Print the command only.")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="Open MPI rankfile or MPICH machinefile.")
 @click.option("--mpirun-arg", "extra", multiple=True, metavar="ARG", help="Extra launcher argument (repeat).")
+@click.option("--preload-collectives", is_flag=True, help="Preload rankmap's collective kernels.")
 @click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
-def mpirun_cmd(mapping, dry_run, mpi, extra, app):
+def mpirun_cmd(mapping, dry_run, mpi, extra, preload_collectives, app):
     """Run APP as MAPPING says without Slurm: Open MPI's mpirun with the rankfile, or MPICH's
     mpiexec with the machinefile and rankmap-bind."""
     from slurm.relaunch import mpirun_plan, run_plan
-    sys.exit(run_plan(mpirun_plan(mapping, _program(app), mpi, list(extra)), dry_run,
-                      lambda s: console.print(s, soft_wrap=True)))
+    plan = mpirun_plan(mapping, _program(app), mpi, list(extra), _preload(preload_collectives, mpi))
+    sys.exit(run_plan(plan, dry_run, lambda s: console.print(s, soft_wrap=True)))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -368,7 +369,7 @@ def sbatch(ntasks, nodes_count, out, script_path, submit, time_minutes, sbatch_a
 
 @cli.command()
 @click.argument("name", required=False)
-@click.option("--out", required=True, metavar="DIR", help="Directory for platform.xml, platform-ideal.xml, machine.json.")
+@click.option("--out", required=True, metavar="DIR", help="Directory for platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json.")
 @click.option("--torus", metavar="DIMS", help="A torus of this shape instead of the named platform's network.")
 @click.option("--fat-tree", "fat_tree", metavar="SPEC", help="A SimGrid fat tree, e.g. '2;8,4;1,2;1,1'.")
 @click.option("--cores", type=int, metavar="N", help="Cores per node (all nodes).")
@@ -406,7 +407,7 @@ def platform(name, out, torus, fat_tree, cores, link_bw, link_lat, loopback_bw, 
     p = replace(p, **changes)
     d = plat.write(p, out, force)
     console.print(plat.describe(p))
-    console.print(f"written: {d}/{{platform.xml, platform-ideal.xml, machine.json}}")
+    console.print(f"written: {d}/{{platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json}}")
 
 
 @cli.command()

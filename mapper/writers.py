@@ -8,6 +8,9 @@ A mapping directory holds:
                 reading; the socket:core form would be checked against each daemon's own view
                 of the node)
   machinefile   MPICH Hydra: one `host:1` line per rank, in rank order
+  collective-order.txt  world ranks along the machine (one node's ranks together, nodes in
+                a snake through the torus, so consecutive nodes are neighbours) and the grid
+                of the d-D ring: what rankmap's collective kernels follow (RANKMAP_COLL_ORDER)
   report.json   metrics of the mapping and of block / cyclic / random (/ input order)
   machine.json  how to rebuild the machine (so that evaluate and srun need no options)
 The directory is written next to its final place and renamed into it: readers never see
@@ -25,7 +28,7 @@ import numpy as np
 from mapper.machine import Machine
 from profiler.errors import UserError
 
-FILES = ("hostfile", "binding.txt", "rankfile", "machinefile", "report.json", "machine.json")
+FILES = ("hostfile", "binding.txt", "rankfile", "machinefile", "collective-order.txt", "report.json", "machine.json")
 
 
 def validate(slot: np.ndarray, n: int, machine: Machine) -> None:
@@ -45,7 +48,34 @@ def render(slot: np.ndarray, machine: Machine) -> dict[str, str]:
         f"{r} {h} {c}\n" for r, (h, c) in enumerate(zip(hosts, cores)))
     out["rankfile"] = "".join(f"rank {r}={h} slot={c}\n" for r, (h, c) in enumerate(zip(hosts, cores)))
     out["machinefile"] = "".join(f"{h}:1\n" for h in hosts)
+    out["collective-order.txt"] = collective_order(slot, machine)
     return out
+
+
+def _snake(coords: np.ndarray, dims) -> np.ndarray:
+    """Boustrophedon index of torus coordinates (dims[0] fastest): consecutive indices are
+    neighbouring nodes."""
+    key = np.zeros(len(coords), dtype=np.int64)
+    flip = np.zeros(len(coords), dtype=bool)
+    for j in reversed(range(len(dims))):
+        v = np.where(flip, dims[j] - 1 - coords[:, j], coords[:, j])
+        key = key * dims[j] + v
+        flip ^= (v % 2 == 1)
+    return key
+
+
+def collective_order(slot: np.ndarray, machine: Machine) -> str:
+    node = machine.slot_node[slot]
+    core = machine.slot_core[slot]
+    net = machine.network
+    coords = getattr(net, "coords", None)
+    node_key = _snake(coords, net.dims)[node] if coords is not None else node
+    order = np.lexsort((core, node_key))
+    counts = np.unique(node, return_counts=True)[1]
+    head = "# world ranks along the machine: one node's ranks together, nodes neighbour to neighbour\n"
+    if len(set(counts.tolist())) == 1:
+        head += f"# grid {int(counts[0])}x{len(counts)}\n"
+    return head + "".join(f"{int(r)}\n" for r in order)
 
 
 def write_mapping(out_dir: str | Path, slot: np.ndarray, machine: Machine, report: dict, machine_spec: dict,

@@ -163,6 +163,7 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
     exports = dict(task_env or {})
     if preload:
         exports["LD_PRELOAD"] = ":".join(preload)
+        exports.update(collective_env(m.path, preload))
     if exports:
         argv.append("--export=ALL," + ",".join(f"{k}={v}" for k, v in exports.items()))
     argv += list(srun_args or [])
@@ -198,18 +199,30 @@ def _cpu_set(text: str) -> list[int]:
     return sorted(out)
 
 
+def collective_env(mapping_dir: Path, preload: list[str]) -> dict:
+    """With rankmap's collective kernels preloaded, they follow the mapping's order."""
+    order = Path(mapping_dir) / "collective-order.txt"
+    if any("librankmap_coll" in Path(x).name for x in preload) and order.exists():
+        return {"RANKMAP_COLL_ORDER": str(order)}
+    return {}
+
+
 def mpirun_plan(mapping: str | Path, program: list[str], mpi: str | None = None,
-                extra: list[str] | None = None) -> Plan:
+                extra: list[str] | None = None, preload: list[str] | None = None) -> Plan:
     m = load_mapping(mapping)
     if not program:
         raise UserError("give the program after --, e.g. rankmap mpirun map1/ -- ./app args")
     mpi = mpi or native.default_mpi()
     uniq = list(dict.fromkeys(m.hosts))
+    env = {"LD_PRELOAD": ":".join(preload)} | collective_env(m.path, preload) if preload else {}
     if mpi == "openmpi":
-        argv = ["mpirun", "-np", str(m.ntasks), "--rankfile", str(m.path / "rankfile"), *(extra or []), *program]
+        xs = [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
+        argv = ["mpirun", "-np", str(m.ntasks), "--rankfile", str(m.path / "rankfile"), *xs, *(extra or []),
+                *program]
         binding = "Open MPI rankfile"
     else:
-        argv = ["mpiexec.mpich", "-f", str(m.path / "machinefile"), "-n", str(m.ntasks), *(extra or []),
+        xs = [a for k, v in env.items() for a in ("-genv", k, v)]
+        argv = ["mpiexec.mpich", "-f", str(m.path / "machinefile"), "-n", str(m.ntasks), *xs, *(extra or []),
                 str(native.artifact("bind")), str(m.path / "binding.txt"), *program]
         binding = "MPICH machinefile + rankmap-bind"
     return Plan(argv=argv, ntasks=m.ntasks, hosts=uniq, binding=binding)

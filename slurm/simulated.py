@@ -175,6 +175,8 @@ def run_workflow(program: list[str], platform_dir: str, nranks: int | None, out:
     how = "replaying the trace" if replay_pass2 else "re-executing"
     say(f"mapped ({rep['chosen']}, mode {mode}) onto {len(set(hosts2))} node(s); pass 2: {how}")
     if replay_pass2:
+        # both passes replayed: the same trace under two hostfiles, nothing else differs
+        r1 = smpi.replay(trace, p, pdir, hf1, nranks)
         r2 = smpi.replay(trace, p, pdir, hf2, nranks)
     else:
         r2 = smpi.run(program, p, pdir, hf2, nranks, compute=compute)

@@ -82,7 +82,8 @@ def check_hosts(hosts: list[str], p: Platform, where: str) -> None:
             raise UserError(f"{where}: {counts[h]} ranks on {h}, which has {p.node_cores(i)} cores")
 
 
-def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None = None) -> SimResult:
+def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None = None,
+             env: dict | None = None) -> SimResult:
     exe = require()
     tmp = tmp or tempfile.mkdtemp(prefix="rankmap-smpi-")
     cmd = [exe] + args
@@ -90,7 +91,7 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
     try:
         # smpirun's -tmpdir is broken in SimGrid 3.32; a private TMPDIR keeps parallel runs apart
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                             env=dict(os.environ, TMPDIR=tmp), stdin=subprocess.DEVNULL)
+                             env=dict(os.environ, **(env or {}), TMPDIR=tmp), stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise UserError(f"{what}: the simulation did not finish within {timeout:g} s") from None
     finally:
@@ -104,8 +105,10 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
 
 
 def run(program: list[str], p: Platform, platform_dir: Path, hostfile: Path, nranks: int, trace: Path | None = None,
-        compute: str = "explicit", timeout: float | None = None, extra: list[str] = ()) -> SimResult:
-    """Execute the program (built with smpicc) on the simulated cluster."""
+        compute: str = "explicit", timeout: float | None = None, extra: list[str] = (),
+        env: dict | None = None) -> SimResult:
+    """Execute the program (built with smpicc) on the simulated cluster (env: more
+    environment variables; the simulated ranks see them)."""
     if not program:
         raise UserError("no program to run")
     exe = Path(program[0])
@@ -116,7 +119,7 @@ def run(program: list[str], p: Platform, platform_dir: Path, hostfile: Path, nra
         trace.parent.mkdir(parents=True, exist_ok=True)
         args += ["-trace-ti", f"--cfg=tracing/filename:{trace.absolute()}"]
     args += config(p, compute) + list(extra) + program
-    return _smpirun(args, timeout, f"smpirun {exe.name}")
+    return _smpirun(args, timeout, f"smpirun {exe.name}", env=env)
 
 
 def replay(trace: Path, p: Platform, platform_dir: Path, hostfile: Path, nranks: int, ideal: bool = False,

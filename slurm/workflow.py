@@ -116,7 +116,8 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
     if verify:   # pass 2 runs under the profiler too: it records where every rank really ran
         import uuid
         from profiler import native
-        preload = [str(native.artifact("profiler", mpi or res1.mpi))] + list(preload or [])
+        # the kernels first: a call they hand on reaches the profiler, and the profiler sees their messages
+        preload = list(preload or []) + [str(native.artifact("profiler", mpi or res1.mpi))]
         task_env = {"RANKMAP_PROFILE_DIR": str(base / "relaunch-profile"),
                     "RANKMAP_PROFILE_RUN_ID": "relaunch-" + uuid.uuid4().hex[:8]}
         (base / "relaunch-profile").mkdir()

@@ -82,6 +82,9 @@ def apps(tmp_path_factory):
         exe = out / f"onecoll-{mpi}"
         _build([m["cc"], "-O1", "-o", str(exe), str(APPS / "onecoll.c")])
         built[("onecoll", mpi)] = exe
+        exe = out / f"colltest-{mpi}"
+        _build([m["cc"], "-O1", "-o", str(exe), str(APPS / "colltest.c"), "-lm"])
+        built[("colltest", mpi)] = exe
         if shutil.which(m["fc"]):
             for style, flags in (("mpif", ["-fallow-argument-mismatch"]), ("usempi", ["-DUSEMPI"]),
                                  ("f08", ["-DF08"])):
