@@ -55,8 +55,8 @@ static struct {
 } cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
-/* The built-in table (measured on the simulated Angara-K1, docs/collectives.md): below
- * these sizes the library's algorithms win or tie. */
+/* The built-in table (docs/collectives.md): the crossovers of the SMPI study on an
+ * Angara-K1-like torus; below them the library's algorithms win or tie. */
 static void default_rules(void)
 {
     cfg.rules[OP_ALLREDUCE][0] = (rule){0, K_LIB, 0};
