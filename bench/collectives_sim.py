@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from mapper import platform as plat  # noqa: E402
 from profiler import native  # noqa: E402
 from profiler.errors import UserError  # noqa: E402
-from slurm import smpi  # noqa: E402
+from slurm import smpi, tune_collectives  # noqa: E402
 
 P, PER_NODE, GRID = 144, 4, "4x3x3x4"
 # 144 ranks share one process: 16 MB buffers already take ~7 GB, 64 MB would not fit in 24 GB
@@ -48,21 +48,12 @@ KERNELS = {
 }
 
 
-def run_side(op, exe, p, pdir, hf, env, extra, sizes):
+def run_side(op, p, pdir, hf, env, extra, sizes):
     try:
-        r = smpi.run([exe, "-o", op, "-l", ",".join(map(str, sizes)), "-i", "1", "-w", "1"], p, pdir, hf, P,
-                     extra=extra, env=env)
-    except UserError as e:   # some of SMPI's algorithms abort on this platform: leave them out, say so
-        print(f"  {op} {' '.join(extra) or env.get('RANKMAP_COLL')}: SMPI failed: {str(e).splitlines()[0]}", flush=True)
+        return tune_collectives.time_smpi(op, sizes, p, pdir, hf, P, env, extra)
+    except UserError as e:   # some of SMPI's algorithms abort or compute wrong sums here: leave them out, say so
+        print(f"  left out: {op} {' '.join(extra) or env.get('RANKMAP_COLL')}: {str(e).splitlines()[0]}", flush=True)
         return None
-    res = {}
-    for ln in r.stdout.splitlines():
-        if ln and not ln.startswith("#"):
-            b, med, _, _, check = ln.split()
-            if check != "ok":
-                raise SystemExit(f"{op} {env} {extra}: wrong result at {b} B")
-            res[int(b)] = float(med)
-    return res
 
 
 def main():
@@ -71,7 +62,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json")
     args = ap.parse_args()
-    exe = str(native.artifact("coll_bench", "smpi"))
+    native.artifact("coll_bench", "smpi")   # fails early, with a clear line, when not built
     work = Path(tempfile.mkdtemp(prefix="rankmap-bench-coll-"))
     p = replace(plat.preset("angara-k1"))
     pdir = work / "platform"
@@ -89,7 +80,7 @@ def main():
         for k in KERNELS[op]:
             sides[f"rankmap {k}"] = (dict(base, RANKMAP_COLL="force", **{f"RANKMAP_COLL_{op.upper()}": k}), [])
         sides["rankmap auto"] = (dict(base, RANKMAP_COLL="auto"), [])
-        futs = {name: pool.submit(run_side, op, exe, p, pdir, hf, env, extra, SIZES)
+        futs = {name: pool.submit(run_side, op, p, pdir, hf, env, extra, SIZES)
                 for name, (env, extra) in sides.items()}
         res = {name: r for name, r in ((n, f.result()) for n, f in futs.items()) if r is not None}
         everything[op] = res

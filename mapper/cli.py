@@ -367,6 +367,53 @@ def sbatch(ntasks, nodes_count, out, script_path, submit, time_minutes, sbatch_a
         console.print(query(["sbatch", "--parsable", str(path)]).strip())
 
 
+@cli.command("tune-collectives")
+@click.option("-n", "--ntasks", type=int, required=True, help="Ranks to tune for.")
+@click.option("--platform", "platform_dir", metavar="DIR",
+              help="Tune on this simulated cluster (`rankmap platform`); otherwise real MPI on this host.")
+@click.option("--per-node", type=int, metavar="K", help="Simulated: ranks per node (block placement; default: full nodes).")
+@click.option("--grid", metavar="AxB..", help="Grid of the d-D ring (default: ranks per node x nodes).")
+@click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="Real MPI: which (default: the default MPI).")
+@click.option("--ops", default="allreduce,reduce,bcast", show_default=True)
+@click.option("--sizes", metavar="B,B,..", help="Message sizes in bytes (default 8 B .. 16 MB).")
+@click.option("--margin", type=float, default=0.10, show_default=True,
+              help="A kernel must be this much faster than the library to be chosen.")
+@click.option("--out", required=True, metavar="FILE", help="The table (for RANKMAP_COLL_TUNING).")
+def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, margin, out):
+    """Time the library's collectives and rankmap's kernels with one harness and write the
+    size table the kernels read (RANKMAP_COLL_TUNING=FILE)."""
+    import tempfile
+    from pathlib import Path
+    from slurm import tune_collectives as tc
+    try:
+        size_list = [int(x) for x in sizes.split(",")] if sizes else tc.DEFAULT_SIZES
+    except ValueError:
+        raise UserError(f"--sizes: expected byte counts separated by commas, got {sizes!r}") from None
+    if ntasks < 2 or any(b < 8 for b in size_list) or not 0 <= margin < 10:
+        raise UserError("need -n >= 2, sizes >= 8 B and a margin in [0, 10)")
+    env = {"RANKMAP_COLL_GRID": grid} if grid else {}
+    if platform_dir:
+        from mapper import platform as plat
+        from slurm import smpi
+        p, pdir = plat.load(platform_dir)
+        k = per_node or p.node_cores(0)
+        hosts = [f"{p.prefix}{r // k}" for r in range(ntasks)]
+        smpi.check_hosts(hosts, p, "tune-collectives")
+        hf = smpi.write_hostfile(hosts, Path(tempfile.mkdtemp(prefix="rankmap-tune-")) / "hostfile")
+        if not grid and ntasks % k == 0:
+            env["RANKMAP_COLL_GRID"] = f"{k}x{ntasks // k}"
+        measure = lambda op, e: tc.time_smpi(op, size_list, p, pdir, hf, ntasks, dict(env, **e))  # noqa: E731
+        where = f"{ntasks} ranks, {k} per node, on {plat.describe(p)}"
+    else:
+        from profiler import native
+        mpi = mpi or native.default_mpi()
+        measure = lambda op, e: tc.time_mpi(op, size_list, mpi, ntasks, dict(env, **e))  # noqa: E731
+        where = f"{ntasks} ranks of {mpi} on this host"
+    console.print(f"[bold]rankmap tune-collectives[/bold] {where}")
+    tc.tune(ops.split(","), size_list, margin, Path(out), measure, lambda m: console.print("  " + m))
+    console.print(f"written {out}: run with RANKMAP_COLL_TUNING={Path(out).absolute()}")
+
+
 @cli.command()
 @click.argument("name", required=False)
 @click.option("--out", required=True, metavar="DIR", help="Directory for platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json.")

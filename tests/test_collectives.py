@@ -170,3 +170,34 @@ def test_kernels_linked_into_an_smpi_program(tmp_path):
 def _root():
     from pathlib import Path
     return Path(__file__).resolve().parents[1]
+
+
+def test_tune_collectives_writes_a_table_the_kernels_follow(tmp_path):
+    """tune-collectives on a simulated cluster writes the size table; the kernels read it
+    (RANKMAP_COLL_TUNING) and choose by it."""
+    require(shutil.which("smpirun") is not None, "SimGrid not installed")
+    from mapper import platform as plat
+    from slurm import smpi
+    d = plat.write(plat.preset("desmos"), tmp_path / "plat")
+    table = tmp_path / "tuning.txt"
+    res = subprocess.run([sys.executable, "-m", "mapper.cli", "tune-collectives", "-n", "12", "--platform", str(d),
+                          "--per-node", "3", "--ops", "allreduce,bcast", "--sizes", "8,1048576", "--out", str(table)],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(_root())), timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rules = [ln.split() for ln in table.read_text().splitlines() if ln and not ln.startswith("#")]
+    assert rules[0][:2] == ["allreduce", "0"] and {r[0] for r in rules} == {"allreduce", "bcast"}
+    big = [r for r in rules if r[0] == "allreduce" and int(r[1]) <= 1048576][-1]
+    # what the table says for 1 MB is what the kernels do at 1 MB
+    p, pd = plat.load(d)
+    hf = smpi.write_hostfile([f"n{r // 3}" for r in range(12)], tmp_path / "hf")
+    r = smpi.run([str(native.artifact("coll_bench", "smpi")), "-o", "allreduce", "-l", "1048576", "-i", "1",
+                  "-w", "0"], p, pd, hf, 12, env={"RANKMAP_COLL_TUNING": str(table), "RANKMAP_COLL_VERBOSE": "1"})
+    assert r.stdout.strip().endswith("ok")
+    if big[2] == "lib":
+        assert "rankmap-coll: allreduce" not in r.stderr
+    else:
+        assert f"-> {big[2]}" in r.stderr, r.stderr[-1500:]
+    bad = subprocess.run([sys.executable, "-m", "mapper.cli", "tune-collectives", "-n", "12", "--platform", str(d),
+                          "--sizes", "8,abc", "--out", str(table)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(_root())))
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--sizes" in bad.stderr
