@@ -119,6 +119,12 @@ def test_order_from_a_mapping(apps, tmp_path):
     order = (out / "collective-order.txt").read_text().splitlines()
     assert order[1] == "# grid 2x3"
     assert sorted(int(x) for x in order[2:]) == list(range(6))
+    # the relaunch hands the order to the kernels
+    dry = subprocess.run([sys.executable, "-m", "mapper.cli", "mpirun", str(out), "--preload-collectives", "--dry-run",
+                          "--", "./app"], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(_root())))
+    assert dry.returncode == 0, dry.stderr
+    assert f"RANKMAP_COLL_ORDER={out / 'collective-order.txt'}" in dry.stdout.replace("\n", "")
+    assert "librankmap_coll-openmpi.so" in dry.stdout.replace("\n", "")
     exe = str(app(apps, "colltest", "openmpi"))
     res = run("openmpi", 6, [exe, "100000", "quick"], {"LD_PRELOAD": coll_lib("openmpi"), "RANKMAP_COLL": "force",
                                                       "RANKMAP_COLL_ORDER": str(out / "collective-order.txt"),
