@@ -378,8 +378,10 @@ def sbatch(ntasks, nodes_count, out, script_path, submit, time_minutes, sbatch_a
 @click.option("--sizes", metavar="B,B,..", help="Message sizes in bytes (default 8 B .. 16 MB).")
 @click.option("--margin", type=float, default=0.10, show_default=True,
               help="A kernel must be this much faster than the library to be chosen.")
+@click.option("--overhead-us", type=float, default=0.5, show_default=True,
+              help="Simulated: CPU time per message sent and received (SMPI smpi/os, smpi/or).")
 @click.option("--out", required=True, metavar="FILE", help="The table (for RANKMAP_COLL_TUNING).")
-def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, margin, out):
+def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, margin, overhead_us, out):
     """Time the library's collectives and rankmap's kernels with one harness and write the
     size table the kernels read (RANKMAP_COLL_TUNING=FILE)."""
     import tempfile
@@ -402,7 +404,8 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
         hf = smpi.write_hostfile(hosts, Path(tempfile.mkdtemp(prefix="rankmap-tune-")) / "hostfile")
         if not grid and ntasks % k == 0:
             env["RANKMAP_COLL_GRID"] = f"{k}x{ntasks // k}"
-        measure = lambda op, e: tc.time_smpi(op, size_list, p, pdir, hf, ntasks, dict(env, **e))  # noqa: E731
+        measure = lambda op, e: tc.time_smpi(op, size_list, p, pdir, hf, ntasks, dict(env, **e),  # noqa: E731
+                                             overhead_us=overhead_us)
         where = f"{ntasks} ranks, {k} per node, on {plat.describe(p)}"
     else:
         from profiler import native

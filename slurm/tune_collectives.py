@@ -15,10 +15,17 @@ from profiler.errors import UserError
 
 KERNELS = {
     "allreduce": ["ring", "ring1d", "recdbl"],
-    "reduce": ["kchain", "kchain-adaptive", "chain"],
+    "reduce": ["kchain", "kchain-adaptive", "chain", "binomial", "rsg"],
     "bcast": ["chain", "scatter-allgather"],
 }
 DEFAULT_SIZES = [8, 64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20]
+OVERHEAD_US = 0.5   # CPU time to send and to receive one message, as in the SMPI study of the notes
+
+
+def overhead_cfg(us: float) -> list[str]:
+    """SMPI's per-message send/receive overhead (without it a root that receives from many
+    ranks at once pays nothing for it, and chains and trees look alike)."""
+    return [f"--cfg=smpi/os:0:{us * 1e-6:g}:0", f"--cfg=smpi/or:0:{us * 1e-6:g}:0"] if us > 0 else []
 
 
 def parse_output(stdout: str, what: str) -> dict[int, float]:
@@ -38,8 +45,9 @@ def parse_output(stdout: str, what: str) -> dict[int, float]:
 
 
 def time_smpi(op: str, sizes: list[int], p, platform_dir: Path, hostfile: Path, nranks: int, env: dict,
-              extra: list[str] = (), iters: int = 1) -> dict[int, float]:
+              extra: list[str] = (), iters: int = 1, overhead_us: float = OVERHEAD_US) -> dict[int, float]:
     """One side on the simulated cluster (local sums free, so one repetition is exact)."""
+    extra = overhead_cfg(overhead_us) + list(extra)
     from slurm import smpi
     exe = str(native.artifact("coll_bench", "smpi"))
     r = smpi.run([exe, "-o", op, "-l", ",".join(map(str, sizes)), "-i", str(iters), "-w", "1"], p, platform_dir,

@@ -50,13 +50,13 @@ def test_kernels_match_the_library_openmpi(apps, p):
     16 MB messages, one type of each kind elsewhere."""
     exe = str(app(apps, "colltest", "openmpi"))
     lib = coll_lib("openmpi")
-    kernels = [("ring", "kchain", "chain"), ("ring1d", "kchain-adaptive", "scatter-allgather"),
-               ("recdbl", "kchain:4", "chain")]
-    for allreduce, reduce, bcast in kernels if p in (2, 4, 7) else kernels[:1]:
+    kernels = [("ring", "rsg", "chain"), ("ring1d", "kchain-adaptive", "scatter-allgather"),
+               ("recdbl", "kchain:4", "chain"), ("ring", "binomial", "chain"), ("ring", "kchain", "chain")]
+    for allreduce, reduce, bcast in kernels if p in (2, 4, 7) else kernels[:1] if p % 2 else kernels[3:]:
         env = {"LD_PRELOAD": lib, "RANKMAP_COLL": "force", "RANKMAP_COLL_ALLREDUCE": allreduce,
                "RANKMAP_COLL_REDUCE": reduce, "RANKMAP_COLL_BCAST": bcast, "RANKMAP_COLL_VERBOSE": "1",
                "RANKMAP_COLL_PACKET": "65536"}
-        args = [exe] if (p == 4 and allreduce == "ring") else [exe, SMALL, "quick"]
+        args = [exe] if (p == 4 and reduce == "rsg") else [exe, SMALL, "quick"]
         res = run("openmpi", p, args, env)
         checked(res)
         if p > 1:   # the kernels really ran (a size-1 communicator always goes to the library)
@@ -90,8 +90,14 @@ def test_chain_counts_and_selection(apps):
     assert "(4 chains)" in res.stderr   # 1 + 2 + 3 and a leftover of 2
     res = run("openmpi", 4, [exe, "300000", "quick"], {"LD_PRELOAD": lib, "RANKMAP_COLL_VERBOSE": "1"})
     checked(res)
-    sizes = [int(b) for b in re.findall(r"allreduce of (\d+) B .* -> ring", res.stderr)]
-    assert sizes and min(sizes) >= 65536, res.stderr[-1500:]
+    # the built-in table: recursive doubling, then the ring from 4 KB; reduce: k-chain, then
+    # reduce-scatter + gather from 4 KB; bcast: the library below 512 KB
+    ring = [int(b) for b in re.findall(r"allreduce of (\d+) B .* -> ring", res.stderr)]
+    rd = [int(b) for b in re.findall(r"allreduce of (\d+) B .* -> recdbl", res.stderr)]
+    assert ring and min(ring) >= 4096 and rd and max(rd) < 4096, res.stderr[-1500:]
+    assert re.search(r"reduce of \d+ B .* -> kchain", res.stderr) and re.search(r"reduce of \d+ B .* -> rsg",
+                                                                              res.stderr)
+    assert all(int(b) >= 524288 for b in re.findall(r"bcast of (\d+) B", res.stderr))
     res = run("openmpi", 4, [exe, "300000", "quick"], {"LD_PRELOAD": lib, "RANKMAP_COLL": "off",
                                                       "RANKMAP_COLL_VERBOSE": "1"})
     checked(res)
@@ -164,7 +170,8 @@ def test_kernels_linked_into_an_smpi_program(tmp_path):
     exe = str(native.artifact("coll_bench", "smpi"))
     p, d = plat.load(plat.write(plat.preset("desmos"), tmp_path / "plat"))
     hf = smpi.write_hostfile([f"n{r // 3}" for r in range(12)], tmp_path / "hf")
-    for op, kernels in (("allreduce", ["ring", "ring1d", "recdbl"]), ("reduce", ["kchain", "kchain-adaptive"]),
+    for op, kernels in (("allreduce", ["ring", "ring1d", "recdbl"]),
+                        ("reduce", ["kchain", "kchain-adaptive", "binomial", "rsg", "chain"]),
                         ("bcast", ["chain", "scatter-allgather"])):
         for k in kernels:
             r = smpi.run([exe, "-o", op, "-l", "8,4096,1000000", "-i", "1", "-w", "0", "-r", "5"], p, d, hf, 12,

@@ -35,6 +35,8 @@ typedef struct {
 /* errors: every kernel returns an MPI error code (MPI_SUCCESS when fine) */
 int rm_allreduce_ring(rm_ctx *c, void *buf, size_t count, int ndims, const int *dims);
 int rm_allreduce_recdbl(rm_ctx *c, void *buf, size_t count);
+int rm_reduce_rsg(rm_ctx *c, const void *sendbuf, void *recvbuf, size_t count, int root, int nd, const int *dims);
+int rm_reduce_binomial(rm_ctx *c, const void *sendbuf, void *recvbuf, size_t count, int root);
 int rm_reduce_chains(rm_ctx *c, const void *sendbuf, void *recvbuf, size_t count, int root,
                      int nchains, const int *lengths);
 int rm_bcast_chain(rm_ctx *c, void *buf, size_t count, int root, size_t segment);

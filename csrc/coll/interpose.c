@@ -8,11 +8,11 @@
  *   RANKMAP_COLL=auto|off|force   auto: the size table; force: a kernel wherever one supports
  *                                 the call; off: always the library
  *   RANKMAP_COLL_ALLREDUCE=auto|lib|ring|ring1d|recdbl
- *   RANKMAP_COLL_REDUCE=auto|lib|kchain[:K]|kchain-opt|kchain-adaptive|chain
+ *   RANKMAP_COLL_REDUCE=auto|lib|kchain[:K]|kchain-opt|kchain-adaptive|chain|binomial|rsg
  *   RANKMAP_COLL_BCAST=auto|lib|chain|scatter-allgather
  *   RANKMAP_COLL_TUNING=file      thresholds (`rankmap tune-collectives` writes it)
  *   RANKMAP_COLL_PACKET=bytes     packet of the pipelined ring and chain steps
- *   RANKMAP_COLL_SEGMENT=bytes    segment of the chain broadcast (default from alpha/beta)
+ *   RANKMAP_COLL_SEGMENT=bytes    segment of the chains (default from the chain's length)
  *   RANKMAP_COLL_LOGP=L,o,g,gamma LogP parameters (us, us, us, us per byte) for kchain-opt
  *   RANKMAP_COLL_VERBOSE=1        rank 0 of a communicator prints each new choice
  *   RANKMAP_COLL_ORDER, RANKMAP_COLL_GRID: the topology (topo.c) */
@@ -29,9 +29,10 @@
 #endif
 
 enum kernel { K_AUTO, K_LIB, K_RING, K_RING1D, K_RECDBL, K_KCHAIN, K_KCHAIN_OPT, K_KCHAIN_ADAPTIVE,
-              K_CHAIN, K_BCHAIN, K_BSAG, K_COUNT };
+              K_CHAIN, K_BINOMIAL, K_RSG, K_BCHAIN, K_BSAG, K_COUNT };
 static const char *const KNAME[K_COUNT] = {"auto", "lib", "ring", "ring1d", "recdbl", "kchain", "kchain-opt",
-                                           "kchain-adaptive", "chain", "chain", "scatter-allgather"};
+                                           "kchain-adaptive", "chain", "binomial", "rsg", "chain",
+                                           "scatter-allgather"};
 enum opk { OP_ALLREDUCE, OP_REDUCE, OP_BCAST, OP_COUNT };
 static const char *const OPNAME[OP_COUNT] = {"allreduce", "reduce", "bcast"};
 
@@ -55,17 +56,21 @@ static struct {
 } cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
-/* The built-in table (docs/collectives.md): the crossovers of the SMPI study on an
- * Angara-K1-like torus; below them the library's algorithms win or tie. */
+/* The built-in table: what bench/collectives_sim.py measured on the simulated Angara-K1
+ * torus (144 ranks, 4 per node; docs/collectives.md). Other machines: `rankmap
+ * tune-collectives` writes a table for RANKMAP_COLL_TUNING. */
 static void default_rules(void)
 {
-    cfg.rules[OP_ALLREDUCE][0] = (rule){0, K_LIB, 0};
-    cfg.rules[OP_ALLREDUCE][1] = (rule){65536, K_RING, 0};
+    cfg.rules[OP_ALLREDUCE][0] = (rule){0, K_RECDBL, 0};
+    cfg.rules[OP_ALLREDUCE][1] = (rule){4096, K_RING, 0};
     cfg.nrules[OP_ALLREDUCE] = 2;
-    cfg.rules[OP_REDUCE][0] = (rule){0, K_LIB, 0};
-    cfg.nrules[OP_REDUCE] = 1;
+    cfg.rules[OP_REDUCE][0] = (rule){0, K_KCHAIN, 0};
+    cfg.rules[OP_REDUCE][1] = (rule){4096, K_RSG, 0};
+    cfg.nrules[OP_REDUCE] = 2;
     cfg.rules[OP_BCAST][0] = (rule){0, K_LIB, 0};
-    cfg.nrules[OP_BCAST] = 1;
+    cfg.rules[OP_BCAST][1] = (rule){524288, K_BSAG, 0};
+    cfg.rules[OP_BCAST][2] = (rule){8 << 20, K_BCHAIN, 0};
+    cfg.nrules[OP_BCAST] = 3;
 }
 
 static enum kernel parse_kernel(int op, const char *s, int *kfix)
@@ -95,6 +100,10 @@ static enum kernel parse_kernel(int op, const char *s, int *kfix)
             return K_KCHAIN_ADAPTIVE;
         if (!strcmp(s, "chain"))
             return K_CHAIN;
+        if (!strcmp(s, "binomial"))
+            return K_BINOMIAL;
+        if (!strcmp(s, "rsg"))
+            return K_RSG;
     } else {
         if (!strcmp(s, "chain"))
             return K_BCHAIN;
@@ -288,6 +297,17 @@ static int setup(rm_ctx *c, MPI_Comm comm, MPI_Datatype dt, MPI_Op op, size_t pa
     return MPI_SUCCESS;
 }
 
+/* Segments for a pipeline `depth` ranks deep: about sqrt(depth n beta / alpha) of them
+ * (alpha / beta ~ 8 KB), between 8 KB and 1 MB, unless RANKMAP_COLL_SEGMENT says. */
+static size_t segment_bytes(int depth, long bytes)
+{
+    if (cfg.segment_bytes)
+        return cfg.segment_bytes;
+    double nseg = sqrt((double)(depth > 1 ? depth : 1) * (double)bytes / 8192.0);
+    size_t seg = (size_t)((double)bytes / (nseg < 1 ? 1 : nseg));
+    return seg < 8192 ? 8192 : seg > (1u << 20) ? (1u << 20) : seg;
+}
+
 static void say(const rm_ctx *c, int op, enum kernel k, long bytes, const char *detail)
 {
     /* one line per new (operation, kernel) on each communicator's rank 0: enough to check a run */
@@ -389,20 +409,37 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     if (me != root && sendbuf == MPI_IN_PLACE)   /* erroneous: let the library say so */
         return next.reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     rm_ctx c;
-    int err = setup(&c, comm, dt, op, cfg.packet_bytes);
-    if (err != MPI_SUCCESS)
+    int err;
+    if (me == root && sendbuf != MPI_IN_PLACE) {
+        MPI_Aint lb, ext;
+        PMPI_Type_get_extent(dt, &lb, &ext);
+        memcpy(recvbuf, sendbuf, (size_t)count * (size_t)ext);
+    }
+    if (k == K_BINOMIAL || k == K_RSG) {
+        err = setup(&c, comm, dt, op, cfg.packet_bytes);
+        if (err != MPI_SUCCESS)
+            return fail(comm, err);
+        say(&c, OP_REDUCE, k, bytes, "");
+        err = k == K_BINOMIAL ? rm_reduce_binomial(&c, sendbuf, recvbuf, (size_t)count, root)
+                              : rm_reduce_rsg(&c, sendbuf, recvbuf, (size_t)count, root, c.t->ndims, c.t->dims);
         return fail(comm, err);
+    }
     int *lengths = malloc(sizeof(int) * (size_t)p);
     if (!lengths)
         return fail(comm, MPI_ERR_NO_MEM);
-    int nchains = chains_for(k, kfix, p, bytes, lengths);
+    int nchains = chains_for(k, kfix, p, bytes, lengths), longest = 0;
+    for (int j = 0; j < nchains; j++)
+        longest = lengths[j] > longest ? lengths[j] : longest;
+    err = setup(&c, comm, dt, op, segment_bytes(longest, bytes));
+    if (err != MPI_SUCCESS) {
+        free(lengths);
+        return fail(comm, err);
+    }
     if (cfg.verbose) {
         char d[48];
         snprintf(d, sizeof d, " (%d chains)", nchains);
         say(&c, OP_REDUCE, k, bytes, d);
     }
-    if (me == root && sendbuf != MPI_IN_PLACE)
-        memcpy(recvbuf, sendbuf, (size_t)count * (size_t)c.ext);
     err = rm_reduce_chains(&c, sendbuf, recvbuf, (size_t)count, root, nchains, lengths);
     free(lengths);
     return fail(comm, err);
@@ -420,17 +457,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     if (k == K_LIB)
         return next.bcast(buf, count, dt, root, comm);
     rm_ctx c;
-    size_t seg = cfg.segment_bytes;
-    if (!seg) {
-        /* segments for a p-deep pipeline: about sqrt((p - 2) n beta / alpha), alpha / beta ~ 8 KB */
-        double nseg = sqrt((double)(p > 2 ? p - 2 : 1) * (double)bytes / 8192.0);
-        seg = (size_t)((double)bytes / (nseg < 1 ? 1 : nseg));
-        if (seg < 8192)
-            seg = 8192;
-        if (seg > (1u << 20))
-            seg = 1u << 20;
-    }
-    int err = setup(&c, comm, dt, MPI_OP_NULL, k == K_BCHAIN ? seg : cfg.packet_bytes);
+    int err = setup(&c, comm, dt, MPI_OP_NULL, k == K_BCHAIN ? segment_bytes(p - 2, bytes) : cfg.packet_bytes);
     if (err != MPI_SUCCESS)
         return fail(comm, err);
     say(&c, OP_BCAST, k, bytes, "");

@@ -63,67 +63,216 @@ out:
     return err;
 }
 
+/* The rings of a d-D grid as seen from one position: neighbours and (possibly reversed)
+ * coordinate along each dimension. Along the node dimensions, odd ranks of a node run their
+ * rings the other way round: the ranks of one node then load both directions of each link. */
+typedef struct {
+    int nd, dims[RM_MAXDIMS], xs[RM_MAXDIMS], right[RM_MAXDIMS], left[RM_MAXDIMS];
+} ringplan;
+
+static void plan_for(const rm_ctx *c, int pos, int nd, const int *dims, ringplan *rp)
+{
+    int s = 1, coord[RM_MAXDIMS], stride[RM_MAXDIMS];
+    rp->nd = nd;
+    for (int j = 0; j < nd; j++) {
+        rp->dims[j] = dims[j];
+        stride[j] = s;
+        coord[j] = (pos / s) % dims[j];
+        s *= dims[j];
+    }
+    for (int j = 0; j < nd; j++) {
+        int d = dims[j], x = coord[j], rev = j > 0 && dims[0] > 1 && coord[0] % 2 == 1;
+        int up = pos + ((x + 1) % d - x) * stride[j], down = pos + ((x + d - 1) % d - x) * stride[j];
+        rp->right[j] = rank_of(c, rev ? down : up);
+        rp->left[j] = rank_of(c, rev ? up : down);
+        rp->xs[j] = rev ? (d - x) % d : x;
+    }
+}
+
+/* the part [*o, *o + *n) a position owns after the reduce-scatter; off/len: the part each
+ * dimension's ring worked on */
+static void owned(const ringplan *rp, size_t count, size_t *o, size_t *n, size_t *off, size_t *len)
+{
+    *o = 0;
+    *n = count;
+    for (int j = 0; j < rp->nd; j++) {
+        off[j] = *o;
+        len[j] = *n;
+        if (rp->dims[j] == 1)
+            continue;
+        size_t bo, bn;
+        block_range(*n, rp->dims[j], (rp->xs[j] + 1) % rp->dims[j], &bo, &bn);
+        *o += bo;
+        *n = bn;
+    }
+}
+
+static int ring_reduce_scatter(rm_ctx *c, const ringplan *rp, void *buf, const size_t *off, const size_t *len,
+                               char *tmp)
+{
+    int err = MPI_SUCCESS;
+    for (int j = 0; j < rp->nd; j++) {
+        int d = rp->dims[j], x = rp->xs[j];
+        for (int st = 0; st < d - 1; st++) {
+            size_t so, sn, ro, rn;
+            block_range(len[j], d, ((x - st) % d + d) % d, &so, &sn);
+            block_range(len[j], d, ((x - st - 1) % d + d) % d, &ro, &rn);
+            CHECK(exchange(c, rp->right[j], at(buf, off[j] + so, c->ext), sn, rp->left[j], at(buf, off[j] + ro, c->ext),
+                           rn, 1, tmp, TAG_RS));
+        }
+    }
+out:
+    return err;
+}
+
 /* Ring allreduce over a grid dims[0] x ... x dims[nd-1] of positions (dims[0] fastest):
  * reduce-scatter along each dimension in turn on the shrinking part, then all-gather back
  * in reverse order. nd = 1, dims = {p} is the classic 1-D ring: 2(p-1) steps; the d-D ring
  * needs 2 sum(d_i - 1) steps for the same bytes. */
 int rm_allreduce_ring(rm_ctx *c, void *buf, size_t count, int nd, const int *dims)
 {
-    size_t off[RM_MAXDIMS], len[RM_MAXDIMS];
-    int coord[RM_MAXDIMS], stride[RM_MAXDIMS];
+    size_t off[RM_MAXDIMS], len[RM_MAXDIMS], o, n;
     int err = MPI_SUCCESS;
     char *tmp = malloc(2 * c->packet * (size_t)c->ext);
     if (!tmp)
         return MPI_ERR_NO_MEM;
-    int s = 1;
-    for (int j = 0; j < nd; j++) {
-        stride[j] = s;
-        coord[j] = (c->me / s) % dims[j];
-        s *= dims[j];
-    }
-    size_t o = 0, n = count;
-    int right[RM_MAXDIMS], left[RM_MAXDIMS], xs[RM_MAXDIMS];
-    for (int j = 0; j < nd; j++) {
-        /* Along the node dimensions, odd ranks of a node run their rings the other way round:
-         * the ranks of one node then load both directions of each link instead of one. */
-        int d = dims[j], x = coord[j], rev = j > 0 && dims[0] > 1 && coord[0] % 2 == 1;
-        int up = c->me + ((x + 1) % d - x) * stride[j], down = c->me + ((x + d - 1) % d - x) * stride[j];
-        right[j] = rank_of(c, rev ? down : up);
-        left[j] = rank_of(c, rev ? up : down);
-        xs[j] = rev ? (d - x) % d : x;
-    }
-    for (int j = 0; j < nd; j++) {
-        off[j] = o;
-        len[j] = n;
-        int d = dims[j], x = xs[j];
-        if (d == 1)
-            continue;
-        for (int st = 0; st < d - 1; st++) {
-            size_t so, sn, ro, rn;
-            block_range(n, d, ((x - st) % d + d) % d, &so, &sn);
-            block_range(n, d, ((x - st - 1) % d + d) % d, &ro, &rn);
-            CHECK(exchange(c, right[j], at(buf, o + so, c->ext), sn, left[j], at(buf, o + ro, c->ext), rn, 1, tmp,
-                           TAG_RS));
-        }
-        size_t bo, bn;
-        block_range(n, d, (x + 1) % d, &bo, &bn);
-        o += bo;
-        n = bn;
-    }
+    ringplan rp;
+    plan_for(c, c->me, nd, dims, &rp);
+    owned(&rp, count, &o, &n, off, len);
+    CHECK(ring_reduce_scatter(c, &rp, buf, off, len, tmp));
     for (int j = nd - 1; j >= 0; j--) {
-        int d = dims[j], x = xs[j];
-        if (d == 1)
-            continue;
+        int d = dims[j], x = rp.xs[j];
         for (int st = 0; st < d - 1; st++) {
             size_t so, sn, ro, rn;
             block_range(len[j], d, ((x + 1 - st) % d + d) % d, &so, &sn);
             block_range(len[j], d, ((x - st) % d + d) % d, &ro, &rn);
-            CHECK(exchange(c, right[j], at(buf, off[j] + so, c->ext), sn, left[j], at(buf, off[j] + ro, c->ext), rn,
-                           0, tmp, TAG_AG));
+            CHECK(exchange(c, rp.right[j], at(buf, off[j] + so, c->ext), sn, rp.left[j], at(buf, off[j] + ro, c->ext),
+                           rn, 0, tmp, TAG_AG));
         }
     }
 out:
     free(tmp);
+    return err;
+}
+
+/* Rooted reduce as the d-D ring's reduce-scatter followed by the reverse walk: along the
+ * last dimension, then the one before..., the parts flow to the ring member that sits at
+ * the root's coordinate, until the root holds everything. About 2n bytes through the root's
+ * links, and sum(d_i - 1) messages into it instead of p - 1. */
+int rm_reduce_rsg(rm_ctx *c, const void *sendbuf, void *recvbuf, size_t count, int root, int nd, const int *dims)
+{
+    const int p = c->t->p, rootpos = c->t->pos[root];
+    const int isroot = c->me == rootpos;
+    size_t off[RM_MAXDIMS + 1], len[RM_MAXDIMS + 1], o, n;
+    int mine[RM_MAXDIMS], theirs[RM_MAXDIMS], stride[RM_MAXDIMS];
+    int err = MPI_SUCCESS;
+    char *tmp = malloc(2 * c->packet * (size_t)c->ext), *work = NULL;
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)p);
+    if (!tmp || !rq) {
+        err = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    if (isroot) {
+        work = recvbuf;   /* holds the root's own contribution already */
+    } else {
+        work = malloc(count * (size_t)c->ext + 1);
+        if (!work) {
+            err = MPI_ERR_NO_MEM;
+            goto out;
+        }
+        memcpy(work, sendbuf, count * (size_t)c->ext);
+    }
+    for (int j = 0, st = 1; j < nd; j++) {
+        stride[j] = st;
+        mine[j] = (c->me / st) % dims[j];
+        theirs[j] = (rootpos / st) % dims[j];
+        st *= dims[j];
+    }
+    ringplan rp;
+    plan_for(c, c->me, nd, dims, &rp);
+    owned(&rp, count, &o, &n, off, len);
+    off[nd] = o;
+    len[nd] = n;
+    CHECK(ring_reduce_scatter(c, &rp, work, off, len, tmp));
+    for (int j = nd - 1; j >= 0; j--) {
+        /* at this step: the ranks at the root's coordinates in every later dimension */
+        int in = 1;
+        for (int i = j + 1; i < nd; i++)
+            in &= mine[i] == theirs[i];
+        if (!in || dims[j] == 1)
+            continue;
+        if (mine[j] != theirs[j]) {   /* hand my part of this ring's range to the holder, and be done */
+            int holder = c->me + (theirs[j] - mine[j]) * stride[j];
+            CHECK(MPI_Send(at(work, off[j + 1], c->ext), (int)len[j + 1], c->dt, rank_of(c, holder), TAG_CHAIN,
+                           c->t->inner));
+            break;
+        }
+        int nr = 0;
+        for (int x = 0; x < dims[j]; x++) {
+            if (x == mine[j])
+                continue;
+            int q = c->me + (x - mine[j]) * stride[j];
+            ringplan qp;
+            size_t qo, qn, qoff[RM_MAXDIMS + 1], qlen[RM_MAXDIMS + 1];
+            plan_for(c, q, nd, dims, &qp);
+            owned(&qp, count, &qo, &qn, qoff, qlen);
+            qoff[nd] = qo;
+            qlen[nd] = qn;
+            CHECK(MPI_Irecv(at(work, qoff[j + 1], c->ext), (int)qlen[j + 1], c->dt, rank_of(c, q), TAG_CHAIN,
+                            c->t->inner, &rq[nr++]));
+        }
+        CHECK(MPI_Waitall(nr, rq, MPI_STATUSES_IGNORE));
+    }
+out:
+    if (!isroot)
+        free(work);
+    free(tmp);
+    free(rq);
+    return err;
+}
+
+/* Binomial tree on virtual positions (the root is 0): at step k a position with bit k set
+ * sends its partial sum to the one 2^k below it; log2(p) steps, neighbours first. */
+int rm_reduce_binomial(rm_ctx *c, const void *sendbuf, void *recvbuf, size_t count, int root)
+{
+    const int p = c->t->p, rootpos = c->t->pos[root];
+    const int v = ((c->me - rootpos) % p + p) % p;
+    MPI_Comm comm = c->t->inner;
+    int err = MPI_SUCCESS;
+    char *tmp = NULL, *acc = NULL;
+    const void *src = sendbuf;
+    for (int mask = 1; mask < p; mask <<= 1) {
+        if (v & mask) {
+            CHECK(MPI_Send(src, (int)count, c->dt, rank_of(c, c->me - mask), TAG_CHAIN, comm));
+            break;
+        }
+        if (v + mask < p) {
+            if (!tmp) {
+                tmp = malloc(count * (size_t)c->ext + 1);
+                if (!tmp) {
+                    err = MPI_ERR_NO_MEM;
+                    goto out;
+                }
+                if (v == 0) {
+                    acc = recvbuf;   /* the caller put the root's contribution there */
+                } else {
+                    acc = malloc(count * (size_t)c->ext + 1);
+                    if (!acc) {
+                        err = MPI_ERR_NO_MEM;
+                        goto out;
+                    }
+                    memcpy(acc, sendbuf, count * (size_t)c->ext);
+                }
+                src = acc;
+            }
+            CHECK(MPI_Recv(tmp, (int)count, c->dt, rank_of(c, c->me + mask), TAG_CHAIN, comm, MPI_STATUS_IGNORE));
+            CHECK(PMPI_Reduce_local(tmp, acc, (int)count, c->dt, c->op));
+        }
+    }
+out:
+    free(tmp);
+    if (acc != recvbuf)
+        free(acc);
     return err;
 }
 
