@@ -89,22 +89,34 @@ def run_map(matrix, fmt, model, allow_partial, mopts, algorithm, seed, tries, ti
     return rep
 
 
-def run_evaluate(matrix, mappings, fmt, model, allow_partial, mopts, seed, plots_dir, console) -> dict:
-    traffic = load_traffic(matrix, fmt, model, allow_partial)
+def _spec_for_mappings(traffic, mappings, mopts: dict, missing: str) -> dict:
+    """The machine: from the options, else from the first mapping's machine.json."""
     if not any(mopts.get(k) for k in ("nodes", "topologies", "machine_file")):
         first = Path(mappings[0])
         if (first / "machine.json").exists():
             mopts = dict(mopts, machine_file=str(first))
     spec = options.spec_from_options(mopts, _hosts_of(traffic))
     if not spec.get("node_topology"):
-        raise UserError("no machine: pass --node-topology (and --nodes ...), or --machine with a mapping's machine.json")
-    machine = options.build(spec)
-    named = {}
+        raise UserError(missing)
+    return spec
+
+
+def _read_named(mappings, machine, n: int, named: dict) -> dict:
+    """Each mapping (directory or file) under its name; repeated names get primes."""
     for m in mappings:
         name = Path(m).name or m
         while name in named:
             name += "'"
-        named[name] = writers.read_mapping(m, machine, traffic.size)
+        named[name] = writers.read_mapping(m, machine, n)
+    return named
+
+
+def run_evaluate(matrix, mappings, fmt, model, allow_partial, mopts, seed, plots_dir, console) -> dict:
+    traffic = load_traffic(matrix, fmt, model, allow_partial)
+    spec = _spec_for_mappings(traffic, mappings, mopts, "no machine: pass --node-topology (and --nodes ...), or "
+                              "--machine with a mapping's machine.json")
+    machine = options.build(spec)
+    named = _read_named(mappings, machine, traffic.size, {})
     results = report.compare(traffic.bytes, machine, named, seed, traffic.placement)
     if plots_dir:
         _plots(Path(plots_dir), traffic, machine, named | {"block": np.arange(traffic.size, dtype=np.int64)})
@@ -122,21 +134,11 @@ def run_predict(matrix, mappings, fmt, model, allow_partial, mopts, net_opts: di
     if platform_dir and not mopts.get("machine_file"):
         mopts = dict(mopts, machine_file=str(Path(platform_dir) / "machine.json")
                      if Path(platform_dir).is_dir() else platform_dir)
-    if not any(mopts.get(k) for k in ("nodes", "topologies", "machine_file")):
-        first = Path(mappings[0])
-        if (first / "machine.json").exists():
-            mopts = dict(mopts, machine_file=str(first))
-    spec = options.spec_from_options(mopts, _hosts_of(traffic))
-    if not spec.get("node_topology"):
-        raise UserError("no machine: pass --machine (a mapping or platform directory) or --node-topology and --nodes")
+    spec = _spec_for_mappings(traffic, mappings, mopts, "no machine: pass --machine (a mapping or platform "
+                              "directory) or --node-topology and --nodes")
     machine = options.build(spec)
     net = _network(spec, net_opts)
-    named = {"block": np.arange(traffic.size, dtype=np.int64)}
-    for m in mappings:
-        name = Path(m).name or m
-        while name in named:
-            name += "'"
-        named[name] = writers.read_mapping(m, machine, traffic.size)
+    named = _read_named(mappings, machine, traffic.size, {"block": np.arange(traffic.size, dtype=np.int64)})
     out = {k: predict(traffic.bytes, traffic.msgs, machine, slot, net) for k, slot in named.items()}
     if console is not None:
         from rich.table import Table
