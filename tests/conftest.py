@@ -91,6 +91,9 @@ def apps(tmp_path_factory):
                 exe = out / f"ftraffic-{style}-{mpi}"
                 _build([m["fc"], *flags, "-o", str(exe), str(APPS / "ftraffic.F90")])
                 built[(f"ftraffic-{style}", mpi)] = exe
+                exe = out / f"fcolltest-{style}-{mpi}"
+                _build([m["fc"], *flags, "-o", str(exe), str(APPS / "fcolltest.F90")])
+                built[(f"fcolltest-{style}", mpi)] = exe
     return built
 
 

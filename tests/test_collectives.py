@@ -214,3 +214,15 @@ def test_tune_collectives_writes_a_table_the_kernels_follow(tmp_path):
                           "--sizes", "8,abc", "--out", str(table)], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(_root())))
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--sizes" in bad.stderr
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("style", ["mpif", "usempi", "f08"])
+def test_fortran_programs_get_the_kernels(apps, mpi, style):
+    """mpif.h, use mpi and use mpi_f08 calls reach the kernels (Open MPI's bindings call
+    PMPI inside the library: the kernels take its Fortran symbols too)."""
+    exe = str(app(apps, f"fcolltest-{style}", mpi))
+    res = run(mpi, 4, [exe], {"LD_PRELOAD": coll_lib(mpi), "RANKMAP_COLL": "force", "RANKMAP_COLL_VERBOSE": "1"})
+    assert res.returncode == 0 and "fcolltest ok" in res.stdout, res.stdout + res.stderr[-2000:]
+    for op in ("allreduce", "reduce", "bcast"):
+        assert f"rankmap-coll: {op} of" in res.stderr, res.stderr[-2000:]
