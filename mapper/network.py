@@ -73,26 +73,9 @@ class Torus:
         """Bytes per directed link, shape (positions, ndims, 2): [pos, dim, 0] is the link
         leaving pos in the + direction, [pos, dim, 1] in the - direction. With `group`, one
         such array per group of routes: shape (ngroups, positions, ndims, 2)."""
-        if group is not None:
-            loads = np.zeros((ngroups, self.positions, len(self.dims), 2))
-            cur = self.coords[na].copy()
-            steps = self._steps(cur, self.coords[nb])
-            w = np.asarray(w, dtype=np.float64)
-            for d, size in enumerate(self.dims):
-                s = steps[d].copy()
-                while True:
-                    act = s != 0
-                    if not act.any():
-                        break
-                    np.add.at(loads, (group[act], self.pos(cur[act]), d, (s[act] < 0).astype(np.int64)), w[act])
-                    move = np.where(s[act] > 0, 1, -1)
-                    cur_d = cur[act, d] + move
-                    if self.wrap[d]:
-                        cur_d %= size
-                    cur[np.flatnonzero(act), d] = cur_d
-                    s[act] -= move
-            return loads
-        loads = np.zeros((self.positions, len(self.dims), 2))
+        if group is None:   # one group: the same walk
+            return self.link_loads(na, nb, w, np.zeros(len(na), dtype=np.int64), 1)[0]
+        loads = np.zeros((ngroups, self.positions, len(self.dims), 2))
         cur = self.coords[na].copy()
         steps = self._steps(cur, self.coords[nb])
         w = np.asarray(w, dtype=np.float64)
@@ -102,9 +85,7 @@ class Torus:
                 act = s != 0
                 if not act.any():
                     break
-                direction = (s[act] < 0).astype(np.int64)
-                p = self.pos(cur[act])
-                np.add.at(loads, (p, d, direction), w[act])
+                np.add.at(loads, (group[act], self.pos(cur[act]), d, (s[act] < 0).astype(np.int64)), w[act])
                 move = np.where(s[act] > 0, 1, -1)
                 cur_d = cur[act, d] + move
                 if self.wrap[d]:

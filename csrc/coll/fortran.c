@@ -4,34 +4,13 @@
  * points of this library, which choose a kernel or pass it on. MPICH's bindings call the C
  * MPI_* functions and need nothing here. */
 #include "coll.h"
+#include "fortran_sentinels.h"
 
 #ifdef OPEN_MPI
-/* Fortran MPI_IN_PLACE / MPI_BOTTOM are the addresses of common blocks */
-extern int mpi_fortran_in_place_ __attribute__((weak));
-extern int mpi_fortran_in_place __attribute__((weak));
-extern int mpi_fortran_in_place__ __attribute__((weak));
-extern int MPI_FORTRAN_IN_PLACE __attribute__((weak));
-extern int mpi_fortran_bottom_ __attribute__((weak));
-extern int mpi_fortran_bottom __attribute__((weak));
-extern int mpi_fortran_bottom__ __attribute__((weak));
-extern int MPI_FORTRAN_BOTTOM __attribute__((weak));
-
-static void *fbuf(void *p)
-{
-    if (p == NULL)
-        return p;
-    if (p == &mpi_fortran_in_place_ || p == &mpi_fortran_in_place || p == &mpi_fortran_in_place__ ||
-        p == &MPI_FORTRAN_IN_PLACE)
-        return MPI_IN_PLACE;
-    if (p == &mpi_fortran_bottom_ || p == &mpi_fortran_bottom || p == &mpi_fortran_bottom__ || p == &MPI_FORTRAN_BOTTOM)
-        return MPI_BOTTOM;
-    return p;
-}
-
 static void f_allreduce(void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,
                         MPI_Fint *ierr)
 {
-    int rc = MPI_Allreduce(fbuf(sb), fbuf(rb), (int)*count, PMPI_Type_f2c(*dt), PMPI_Op_f2c(*op),
+    int rc = MPI_Allreduce(rm_fortran_buf(sb), rm_fortran_buf(rb), (int)*count, PMPI_Type_f2c(*dt), PMPI_Op_f2c(*op),
                            PMPI_Comm_f2c(*comm));
     if (ierr)
         *ierr = (MPI_Fint)rc;
@@ -40,7 +19,7 @@ static void f_allreduce(void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_F
 static void f_reduce(void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root,
                      MPI_Fint *comm, MPI_Fint *ierr)
 {
-    int rc = MPI_Reduce(fbuf(sb), fbuf(rb), (int)*count, PMPI_Type_f2c(*dt), PMPI_Op_f2c(*op), (int)*root,
+    int rc = MPI_Reduce(rm_fortran_buf(sb), rm_fortran_buf(rb), (int)*count, PMPI_Type_f2c(*dt), PMPI_Op_f2c(*op), (int)*root,
                         PMPI_Comm_f2c(*comm));
     if (ierr)
         *ierr = (MPI_Fint)rc;
@@ -48,7 +27,7 @@ static void f_reduce(void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint
 
 static void f_bcast(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    int rc = MPI_Bcast(fbuf(buf), (int)*count, PMPI_Type_f2c(*dt), (int)*root, PMPI_Comm_f2c(*comm));
+    int rc = MPI_Bcast(rm_fortran_buf(buf), (int)*count, PMPI_Type_f2c(*dt), (int)*root, PMPI_Comm_f2c(*comm));
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }

@@ -5,28 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifdef OPEN_MPI
-/* Fortran MPI_IN_PLACE / MPI_BOTTOM are addresses of common blocks, not the C constants */
-extern int mpi_fortran_in_place_ __attribute__((weak));
-extern int mpi_fortran_in_place __attribute__((weak));
-extern int mpi_fortran_in_place__ __attribute__((weak));
-extern int MPI_FORTRAN_IN_PLACE __attribute__((weak));
-extern int mpi_fortran_bottom_ __attribute__((weak));
-extern int mpi_fortran_bottom __attribute__((weak));
-extern int mpi_fortran_bottom__ __attribute__((weak));
-extern int MPI_FORTRAN_BOTTOM __attribute__((weak));
+#include "fortran_sentinels.h"
 
-static inline const void *rmp_f_buf(const void *p)
-{
-    if (p == NULL)
-        return p;
-    if (p == &mpi_fortran_in_place_ || p == &mpi_fortran_in_place || p == &mpi_fortran_in_place__ ||
-        p == &MPI_FORTRAN_IN_PLACE)
-        return MPI_IN_PLACE;
-    if (p == &mpi_fortran_bottom_ || p == &mpi_fortran_bottom || p == &mpi_fortran_bottom__ || p == &MPI_FORTRAN_BOTTOM)
-        return MPI_BOTTOM;
-    return p;
-}
+#ifdef OPEN_MPI
+static inline const void *rmp_f_buf(const void *p) { return rm_fortran_buf(p); }
 
 static inline void rmp_fortran_missing(const char *sym)
 {
