@@ -1,1 +1,1 @@
-"""rankmap's mapping side: machine model, hierarchical partitioning, metrics, writers, CLI."""
+"""rankmap's mapping side: machine model, hierarchical partitioning, metrics, writers."""

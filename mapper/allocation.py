@@ -11,9 +11,9 @@ import itertools
 
 import numpy as np
 
-from mapper.machine import Machine
-from mapper.network import SwitchTree, Torus
-from profiler.errors import UserError
+from rankmap.mapper.machine import Machine
+from rankmap.mapper.network import Hierarchy, Torus
+from rankmap.profiler.errors import UserError
 
 CANDIDATES = 6
 
@@ -26,10 +26,8 @@ def restrict(machine: Machine, nodes) -> Machine:
     remap = -np.ones(machine.nnodes, dtype=np.int64)
     remap[nodes] = np.arange(len(nodes))
     net = machine.network
-    if isinstance(net, Torus):
-        net = Torus(dims=net.dims, wrap=net.wrap, coords=net.coords[nodes])
-    elif isinstance(net, SwitchTree):
-        net = SwitchTree(arities=net.arities, groups=net.groups[nodes])
+    if net is not None:
+        net = net.subset(nodes)        # every node keeps its place in the network
     return replace(machine, hosts=[machine.hosts[k] for k in nodes], topos=[machine.topos[k] for k in nodes],
                    network=net, slot_node=remap[machine.slot_node[keep]], slot_core=machine.slot_core[keep],
                    lvl=machine.lvl[keep])
@@ -46,7 +44,7 @@ def candidate_node_sets(machine: Machine, nranks: int) -> list[np.ndarray]:
     net = machine.network
     if isinstance(net, Torus):
         return _torus_boxes(machine, cap, nranks)
-    if isinstance(net, SwitchTree):
+    if isinstance(net, Hierarchy):
         return [_fill_switches(machine, cap, nranks)]
     order = np.argsort(-cap, kind="stable")           # one switch: the fewest, biggest nodes
     take = np.searchsorted(np.cumsum(cap[order]), nranks) + 1

@@ -7,8 +7,8 @@ import heapq
 
 import numpy as np
 
-from mapper.graph import Graph
-from mapper.machine import Machine
+from rankmap.mapper.graph import Graph
+from rankmap.mapper.machine import Machine
 
 
 def block(n: int, machine: Machine) -> np.ndarray:

@@ -8,9 +8,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from profiler.errors import UserError
-from profiler.formats import symmetric
-from profiler.traffic import Traffic
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.formats import symmetric
+from rankmap.profiler.traffic import Traffic
 
 
 @dataclass

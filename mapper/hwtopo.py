@@ -5,6 +5,7 @@ file from lstopo, a synthetic description ('pack:2 core:6'), or 'live' (this mac
 Cores are numbered by hwloc logical index, which is what binding files use."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from profiler.errors import UserError
+from rankmap.profiler import validate
+from rankmap.profiler.errors import UserError
 
 LSTOPO = "lstopo-no-graphics"
 
@@ -57,28 +59,64 @@ def _xml_for(spec: str) -> str:
     if shutil.which(LSTOPO) is None:
         raise UserError(f"{LSTOPO} not found: install hwloc (apt-get install hwloc)")
     s = spec.strip()
+    if not s:
+        raise UserError(f"node topology {spec!r}: empty (an unset shell variable?); give e.g. 'pack:2 core:6'")
     if s == "live":
         args = [LSTOPO, "--of", "xml", "-"]
     elif Path(s).exists():
+        if Path(s).is_dir():
+            raise UserError(f"node topology {spec!r}: a directory, not an lstopo XML file")
+        validate.read_bytes(s, "lstopo XML file")     # readable, and not absurdly large
         args = [LSTOPO, "--input", s, "--of", "xml", "-"]
     else:
-        levels = s.split()
-        if not levels or any(":" not in lv for lv in levels):
-            raise UserError(f"node topology {spec!r}: not a file, 'live', or a synthetic description "
-                            "such as 'pack:2 core:6'")
-        if not levels[-1].lower().startswith("pu"):
-            s += " pu:1"  # hwloc wants PUs as the last level
+        s = _synthetic(s, spec)
         args = [LSTOPO, "--input", s, "--of", "xml", "-"]
-    res = subprocess.run(args, capture_output=True, text=True, env={"HWLOC_COMPONENTS": "-gl", "PATH": "/usr/bin:/bin"})
+    try:
+        res = subprocess.run(args, capture_output=True, text=True, timeout=LSTOPO_SECONDS,
+                             env={"HWLOC_COMPONENTS": "-gl", "PATH": "/usr/bin:/bin"})
+    except subprocess.TimeoutExpired:
+        raise UserError(f"node topology {spec!r}: hwloc did not describe it within {LSTOPO_SECONDS} s") from None
     if res.returncode != 0 or "<topology" not in res.stdout:
         err = (res.stderr.strip().splitlines() or ["hwloc could not read it"])[-1]
-        raise UserError(f"node topology {spec!r}: {err}")
+        raise UserError(f"node topology {spec!r}: {validate.one_line(err)}")
     return res.stdout
+
+
+LSTOPO_SECONDS = 120
+_LEVEL = re.compile(r"^([A-Za-z][A-Za-z0-9]*):(\d+)$")
+
+
+def _synthetic(s: str, spec: str) -> str:
+    """A synthetic description 'TYPE:N ...' checked before hwloc builds it: each N a whole
+    number >= 1, and at most MAX_CORES_PER_NODE cores and PUs in all (hwloc would take
+    minutes to describe a node of 65536 cores, and no node has that many)."""
+    levels = s.split()
+    if not levels or any(":" not in lv for lv in levels):
+        raise UserError(f"node topology {spec!r}: not a file, 'live', or a synthetic description "
+                        "such as 'pack:2 core:6'")
+    total = 1
+    for lv in levels:
+        m = _LEVEL.match(lv)
+        if not m:
+            raise UserError(f"node topology {spec!r}: {lv!r} is not TYPE:COUNT (e.g. core:6)")
+        k = int(m.group(2))
+        if k < 1:
+            raise UserError(f"node topology {spec!r}: {lv!r}: the count must be >= 1")
+        total *= k
+        if total > validate.MAX_CORES_PER_NODE:
+            raise UserError(f"node topology {spec!r}: more than {validate.MAX_CORES_PER_NODE} cores per node; "
+                            "no real node has that many")
+    if not levels[-1].lower().startswith("pu"):
+        s += " pu:1"  # hwloc wants PUs as the last level
+    return s
 
 
 @lru_cache(maxsize=None)
 def load(spec: str) -> NodeTopology:
-    root = ET.fromstring(_xml_for(spec))
+    try:
+        root = ET.fromstring(_xml_for(spec))
+    except ET.ParseError as e:
+        raise UserError(f"node topology {spec!r}: hwloc's XML is not readable ({e})") from None
     core_package, core_numa, core_pus = [], [], []
     pkg_counter = [0]
     numa_index: dict[int, int] = {}
@@ -122,6 +160,9 @@ def load(spec: str) -> NodeTopology:
     walk(top, None, None)
     if not core_package:
         raise UserError(f"node topology {spec!r}: no cores")
+    if len(core_package) > validate.MAX_CORES_PER_NODE:
+        raise UserError(f"node topology {spec!r}: {len(core_package)} cores; rankmap handles at most "
+                        f"{validate.MAX_CORES_PER_NODE} per node")
     # renumber packages densely in order of appearance (hwloc logical order)
     return NodeTopology(spec=spec, core_package=tuple(core_package), core_numa=tuple(core_numa),
                         core_pus=tuple(core_pus))

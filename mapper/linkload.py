@@ -1,25 +1,31 @@
-"""Balancing link loads on a torus, after the cost-driven search.
+"""Balancing link loads, after the cost-driven search: on a torus, a fat tree or a
+dragonfly.
 
 Minimizing hop-bytes can pile traffic onto a few links: a mapping a little cheaper than
 block order may load its busiest link 1.5x more (measured on Angara-K1 with a 3-D
-stencil). This phase moves whole node contents — the ranks of two nodes of the same
-topology trade places, each keeping its core — to lower the load of the busiest directed
-link (then the sum of squared link loads), accepting only moves that keep the mapping
-cost within `tolerance` of where it started. Everything is computed on the node-level
-traffic, so a move costs one routing of at most nodes^2 pairs; tori of more than
-MAX_NODES nodes are left as the cost-driven search made them."""
+stencil); on a tree or a dragonfly the cost (a sum over pairs) does not see that one
+subtree's uplinks, or one pair of groups' global link, carry more than the others. This
+phase moves whole node contents — the ranks of two nodes of the same topology trade
+places, each keeping its core — to lower the load of the busiest directed network link
+(then the sum of squared link loads), accepting only moves that keep the network
+hop-bytes within `tolerance` of where they started. The nodes' own links are left out:
+moving node contents cannot change what a node sends. Everything is computed on the
+node-level traffic, so a move costs one routing of at most nodes^2 pairs; machines of
+more than MAX_NODES nodes (a torus; MAX_NODES_TREE for trees and dragonflies, whose
+routes cost no walk) are left as the cost-driven search made them."""
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from mapper.machine import Machine
-from mapper.network import Torus
+from rankmap.mapper.machine import Machine
+from rankmap.mapper.network import Torus
 
 MAX_ROUNDS = 16   # the busiest links fall in the first rounds
 TOP_GROUPS = 4    # groups tried per round: the heaviest users of the busiest link
 SPREAD = 1.5      # below this ratio of busiest to mean link load there is nothing to balance
 MAX_NODES = 128   # each candidate move re-routes the node-level traffic: beyond this it is too slow
+MAX_NODES_TREE = 512
 
 
 def _node_traffic(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray:
@@ -33,8 +39,10 @@ def _node_traffic(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndar
 
 def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float = 0.02) -> tuple[np.ndarray, dict]:
     net = machine.network
-    if not isinstance(net, Torus) or not 3 <= machine.nnodes <= MAX_NODES:
+    cap = MAX_NODES if isinstance(net, Torus) else MAX_NODES_TREE
+    if net is None or not hasattr(net, "crosses") or not 3 <= machine.nnodes <= cap:
         return slot, {}
+    net_links = net.link_kinds() != "injection"     # what moving node contents can change
     n_of = machine.slot_node
     Q = _node_traffic(M, machine, slot)
     g_all, h_all = np.nonzero(Q)
@@ -43,12 +51,12 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     w_all = Q[g_all, h_all]
     kind = np.array([hash(t.spec) for t in machine.topos])   # nodes trade contents only with their own kind
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
-    loads = net.link_loads(pos[g_all], pos[h_all], w_all).ravel()
+    loads = net.link_loads(pos[g_all], pos[h_all], w_all).ravel()[net_links]
     hop = float((w_all * net.hops(pos[g_all], pos[h_all])).sum())
     limit = hop * (1 + tolerance) + 1e-9
     start = (float(loads.max()), hop)
     used = loads[loads > 0]
-    if start[0] < SPREAD * used.mean():
+    if isinstance(net, Torus) and start[0] < SPREAD * used.mean():
         return slot, {}                    # the traffic is already spread evenly over the links
     touching = [np.flatnonzero((g_all == x) | (h_all == x)) for x in range(machine.nnodes)]
 
@@ -67,11 +75,11 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
             grp += [np.full(2 * len(idx), k)]
             dh[k] = float((w * (net.hops(new[g], new[h]) - net.hops(pos[g], pos[h]))).sum())
         dl = net.link_loads(np.concatenate(srcs), np.concatenate(dsts), np.concatenate(ws), np.concatenate(grp),
-                            len(bs)).reshape(len(bs), -1)
+                            len(bs)).reshape(len(bs), -1)[:, net_links]
         return dl, dh
 
     for _ in range(MAX_ROUNDS):
-        hot = int(np.argmax(loads))
+        hot = int(np.flatnonzero(net_links)[int(np.argmax(loads))])
         through = net.crosses(pos[g_all], pos[h_all], hot)
         # the groups that put the most bytes on the busiest link are the ones worth moving
         weight = np.zeros(machine.nnodes)

@@ -12,17 +12,18 @@ for each link after the first (by default the hop cost is the node-level cost: h
 it). Slots on the same core cost 0."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from mapper import hostnames, hwtopo
-from mapper.network import SwitchTree, Torus, switch_tree, torus_from
-from profiler.errors import UserError
+from rankmap.mapper import hostnames, hwtopo
+from rankmap.mapper.network import Hierarchy, Torus, from_spec, switch_tree, torus_from
+from rankmap.profiler import validate
+from rankmap.profiler.errors import UserError
 
-DEFAULT_COSTS = {"switch": 1000.0, "node": 1000.0, "package": 100.0, "numa": 30.0, "core": 10.0}
+DEFAULT_COSTS = {"switch": 1000.0, "node": 1000.0, "package": 100.0, "numa": 30.0, "core": 10.0,
+                 "group": 1000.0, "router": 1000.0, "block": 1000.0}   # switch0.., block0.. by prefix
 
 
 @dataclass
@@ -41,7 +42,7 @@ class TreeNode:
 class Machine:
     hosts: list
     topos: list                  # per node: hwtopo.NodeTopology
-    network: Torus | SwitchTree | None
+    network: object              # network.Torus, SwitchTree, Dragonfly, or None (one switch)
     level_names: list
     level_costs: np.ndarray      # per level, top to bottom
     node_level: int
@@ -50,6 +51,7 @@ class Machine:
     lvl: np.ndarray              # (slots, levels): group id at each level
     acc: np.ndarray              # acc[l]: cost of a pair first differing at level l (acc[L] = 0)
     hop_cost: float = 0.0        # torus: each link after the first (the first costs the node level)
+    spec: dict | None = None     # the description it was built from (rankmap.mapper.spec), if any
 
     @property
     def nslots(self) -> int:
@@ -108,13 +110,16 @@ class Machine:
         L = self.lvl.shape[1]
         diff = self.lvl[sa] != self.lvl[sb]
         first = np.where(diff.any(axis=1), diff.argmax(axis=1), L)
-        real = np.ones(L, dtype=np.int64)
-        for lv in range(1, L):
-            # level lv is empty when each group one level up holds a single group of level lv
-            pairs = np.unique(self.lvl[:, [lv - 1, lv]], axis=0)
-            if len(pairs) == len(np.unique(self.lvl[:, lv - 1])):
-                real[lv] = 0
-        above = np.concatenate([np.cumsum(real[::-1])[::-1], [0]])   # real levels at or below index l
+        above = self.__dict__.get("_levels_above")      # a property of the machine: computed once
+        if above is None:
+            real = np.ones(L, dtype=np.int64)
+            for lv in range(1, L):
+                # level lv is empty when each group one level up holds a single group of level lv
+                pairs = np.unique(self.lvl[:, [lv - 1, lv]], axis=0)
+                if len(pairs) == len(np.unique(self.lvl[:, lv - 1])):
+                    real[lv] = 0
+            above = np.concatenate([np.cumsum(real[::-1])[::-1], [0]])   # real levels at or below index l
+            self.__dict__["_levels_above"] = above
         return above[first]
 
     # ------------------------------------------------------------------ the partition tree
@@ -126,7 +131,7 @@ class Machine:
         by_node = {int(n): self._node_subtree(int(n), per[int(n)]) for n in nodes}
         if isinstance(self.network, Torus):
             root = self._torus_split(nodes, by_node)
-        elif isinstance(self.network, SwitchTree):
+        elif isinstance(self.network, Hierarchy):
             root = self._switch_split(nodes, by_node, 0)
         else:
             kids = [by_node[int(n)] for n in nodes]
@@ -193,10 +198,13 @@ def parse_topologies(specs: list[str], hosts: list[str]) -> list:
         if "=" not in spec:
             raise UserError(f"--node-topology {spec!r}: with several topologies each must be HOSTLIST=SPEC")
         hl, _, topo = spec.partition("=")
-        t = hwtopo.load(topo.strip())
-        for h in hostnames.expand(hl):
+        with validate.prefixed(f"--node-topology {spec!r}"):
+            t = hwtopo.load(topo.strip())
+        for h in hostnames.expand(hl, f"--node-topology {spec!r}"):
             if h not in index:
                 raise UserError(f"--node-topology names host {h}, which is not in the node list")
+            if out[index[h]] is not None and out[index[h]] is not t:
+                raise UserError(f"--node-topology {spec!r}: host {h} already has a topology (two HOSTLIST=SPEC name it)")
             out[index[h]] = t
     missing = [h for h, t in zip(hosts, out) if t is None]
     if missing:
@@ -207,22 +215,26 @@ def parse_topologies(specs: list[str], hosts: list[str]) -> list:
 def parse_hop_cost(text: str | None, level_costs: str | None, node_cost: float) -> float:
     """--hop-cost, else "hop" in a level-cost file, else the node-level cost."""
     if text is not None:
-        try:
-            v = float(text)
-        except ValueError:
-            raise UserError(f"--hop-cost {text!r} is not a number") from None
-        if not np.isfinite(v) or v < 0:
-            raise UserError("--hop-cost must be finite and non-negative")
-        return v
-    if level_costs and level_costs.startswith("@"):
-        try:
-            data = json.loads(Path(level_costs[1:]).read_text())
-        except (OSError, ValueError):
-            data = {}
-        data = data.get("level_costs", data) if isinstance(data, dict) else {}
+        return validate.number(text, "--hop-cost", "cost", 0.0, validate.MAX_COST)
+    if isinstance(level_costs, str) and level_costs.startswith("@"):
+        path, data = _level_cost_file(level_costs[1:])
         if isinstance(data, dict) and "hop" in data:
-            return float(data["hop"])
+            return validate.number(data["hop"], str(path), "level_costs.hop", 0.0, validate.MAX_COST)
     return float(node_cost)
+
+
+def _level_cost_file(name: str):
+    """A level-cost JSON file: a list of costs, or {"level_costs": {level: cost}} (what
+    `rankmap probe` writes), or {level: cost}."""
+    path = Path(name)
+    if path.is_dir():
+        raise UserError(f"--level-costs @{name}: a directory, not a level-cost JSON file")
+    data = validate.read_json(path, "level-cost JSON file")
+    if isinstance(data, dict) and "level_costs" in data:
+        data = data["level_costs"]
+        validate.expect(data, (dict, list), str(path), "level_costs")
+    validate.expect(data, (dict, list), str(path), "the level costs")
+    return path, data
 
 
 def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
@@ -230,30 +242,29 @@ def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
     {name: cost}} as `rankmap probe` writes). Where a package holds several NUMA nodes
     but no NUMA cost is given, NUMA costs nothing extra."""
     if text is None:
-        return np.array([DEFAULT_COSTS["switch" if n.startswith("switch") else n] for n in names])
+        return np.array([DEFAULT_COSTS["switch" if n.startswith("switch") else "block" if n.startswith("block") else n]
+                         for n in names])
+    if not isinstance(text, str):
+        raise UserError(f"level costs {validate.show(text)}: expected text such as 1000,100,10 or @FILE")
     if text.startswith("@"):
-        path = Path(text[1:])
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            raise UserError(f"{path}: cannot read level costs ({e})") from None
-        data = data.get("level_costs", data) if isinstance(data, dict) else data
+        path, data = _level_cost_file(text[1:])
         if isinstance(data, dict):
             missing = [n for n in names if n not in data and n != "numa"]
             if missing:
                 raise UserError(f"{path}: no cost for level(s) {', '.join(missing)} (levels: {', '.join(names)})")
-            vals = [float(data.get(n, 0.0)) for n in names]
+            vals = [validate.number(data.get(n, 0.0), str(path), f"level_costs.{n}", 0.0, validate.MAX_COST)
+                    for n in names]
         else:
-            vals = [float(x) for x in data]
+            vals = [validate.number(x, str(path), f"level_costs[{i}]", 0.0, validate.MAX_COST)
+                    for i, x in enumerate(data)]
     else:
-        try:
-            vals = [float(x) for x in text.split(",") if x.strip()]
-        except ValueError:
-            raise UserError(f"--level-costs {text!r}: expected numbers separated by commas") from None
+        vals = [validate.number(x, "--level-costs", f"{text!r}: cost", 0.0, validate.MAX_COST)
+                for x in text.split(",") if x.strip()]
     if len(vals) == len(names) - 1 and "numa" in names:
         vals.insert(names.index("numa"), 0.0)
     if len(vals) != len(names):
-        raise UserError(f"--level-costs gives {len(vals)} value(s); this machine has {len(names)} levels, "
+        src = f"{text[1:]}: its level costs give" if text.startswith("@") else "--level-costs gives"
+        raise UserError(f"{src} {len(vals)} value(s); this machine has {len(names)} levels, "
                         f"top to bottom: {', '.join(names)}")
     if any(not np.isfinite(v) or v < 0 for v in vals):
         raise UserError("--level-costs must be finite and non-negative")
@@ -262,25 +273,32 @@ def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
 
 def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mesh: str | None = None,
           coords: str | None = None, switches: str | None = None, level_costs: str | None = None,
-          ranks_per_node: int | None = None, oversubscribe: int = 1, hop_cost: str | None = None) -> Machine:
+          ranks_per_node: int | None = None, oversubscribe: int = 1, hop_cost: str | None = None,
+          network: str | dict | None = None) -> Machine:
+    """network: a --network spec (network.parse_spec's text or dict; Slurm's switches
+    already resolved into {"kind": "switches", "paths": ...}); coords then place the
+    nodes in it (torus coordinates, or positions in a tree or dragonfly)."""
     if not hosts:
         raise UserError("empty node list")
     topos = parse_topologies(topo_specs, hosts)
-    if sum(x is not None for x in (torus, mesh, switches)) > 1:
-        raise UserError("choose one network: --torus, --mesh or --switch-tree")
-    if coords and not (torus or mesh):
+    if sum(bool(x) for x in (torus, mesh, switches, network)) > 1:
+        raise UserError("choose one network: --network, --torus, --mesh or --switch-tree")
+    if coords and not (torus or mesh or network):
         raise UserError("--coords needs --torus or --mesh")
+    spec_net = network
     network = None
-    if torus or mesh:
+    if spec_net:
+        network = from_spec(spec_net, hosts, coords)
+    elif torus or mesh:
         network = torus_from(torus or mesh, hosts, coords, mesh=bool(mesh))
     elif switches:
         network = switch_tree(switches, len(hosts))
-    if oversubscribe < 1:
-        raise UserError("--oversubscribe must be >= 1")
+    oversubscribe = validate.integer(oversubscribe, "--oversubscribe", "ranks per core", 1,
+                                     validate.MAX_OVERSUBSCRIBE, float_form=False)
 
     numa_level = any(t.numa_per_package > 1 for t in topos)
-    if isinstance(network, SwitchTree):
-        net_names = [f"switch{i}" for i in range(len(network.arities) - 1)] + ["node"]
+    if isinstance(network, Hierarchy):
+        net_names = network.level_names
     else:
         net_names = ["node"]
     names = net_names + ["package"] + (["numa"] if numa_level else []) + ["core"]
@@ -290,12 +308,17 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     used = {}
     per_node = [used.setdefault(id(t), np.repeat(np.array(_cores_used(t, ranks_per_node), dtype=np.int64),
                                                  oversubscribe)) for t in topos]
+    nslots = sum(len(c) for c in per_node)
+    if nslots > validate.MAX_SLOTS:
+        raise UserError(f"the machine has {nslots} slots ({len(topos)} nodes x cores x --oversubscribe); rankmap "
+                        f"handles at most {validate.MAX_SLOTS}")
     slot_node = np.repeat(np.arange(len(topos), dtype=np.int64), [len(c) for c in per_node])
     slot_core = np.concatenate(per_node)
     maxc = max(t.cores for t in topos)
     cols = []
-    if isinstance(network, SwitchTree):
-        cols += [network.groups[slot_node, l] for l in range(network.groups.shape[1])]
+    if isinstance(network, Hierarchy):
+        groups = network.groups
+        cols += [groups[slot_node, l] for l in range(groups.shape[1])]
     else:
         cols.append(slot_node)
     # per node kind, a table core -> package / NUMA node (nodes share a few kinds)

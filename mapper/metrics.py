@@ -7,8 +7,13 @@
 * net_hop_bytes      sum of W_ij * d (d = network links between the nodes, 0 inside a node)
 * dilation           per communicating pair: mean, weighted mean (hop-bytes / sum W), max
 * max_link_load      max bytes on one directed link under dimension-order routing (torus),
-                     or on one node/switch uplink or downlink (switch tree, one switch),
-                     with the directed matrix M
+                     or on one node/switch uplink or downlink (switch tree, one switch;
+                     per physical link where a fat tree has several), or on one
+                     injection, local or global link (dragonfly, minimal or Valiant
+                     routing), with the directed matrix M
+* max_global_link_load  the same over the network's global links only (the links into
+                     the top switch of a tree, the dragonfly's links between groups);
+                     only for networks that have them
 * internode_fraction sum of W over pairs on different nodes / sum of W
 * nic_volume         per node: bytes leaving + entering it
 All vectorized over the nonzeros of W (O(nnz) memory)."""
@@ -17,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from mapper.machine import Machine
-from mapper.network import SwitchTree, Torus
-from profiler.formats import symmetric
+from rankmap.mapper.machine import Machine
+from rankmap.mapper.network import Hierarchy
+from rankmap.profiler.formats import symmetric
 
 
 def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray:
@@ -34,7 +39,7 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray
         w = np.bincount(inv, weights=w)
         na, nb = uk // machine.nnodes, uk % machine.nnodes
     net = machine.network
-    if isinstance(net, (Torus, SwitchTree)):
+    if net is not None:
         return net.link_loads(na, nb, w).ravel()
     out = np.zeros(2 * machine.nnodes)   # one switch: each node's uplink and downlink
     np.add.at(out, na, w)
@@ -62,6 +67,10 @@ def evaluate(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> dict:
     np.add.at(nic, mb[x], Mc.data[x])
     loads = link_loads(M, machine, slot)
     used = loads[loads > 0]
+    extra = {}
+    if isinstance(machine.network, Hierarchy):
+        glob = loads[machine.network.link_kinds() == "global"]
+        extra["max_global_link_load"] = float(glob.max()) if len(glob) else 0.0
     return {
         "sum_com": float((w * c).sum()),
         "max_com": float((w * c).max()) if len(w) else 0.0,
@@ -78,4 +87,5 @@ def evaluate(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> dict:
         "nic_volume": nic.tolist(),
         "pairs": int(len(w)),
         "bytes": total,
+        **extra,
     }

@@ -1,27 +1,50 @@
-"""Networks between nodes: a torus or mesh with dimension-order routing, or a switch tree.
+"""Networks between nodes: tori and meshes of any dimension with dimension-order routing,
+switch trees (fat trees with oversubscription per level, the site's own Slurm topology),
+and dragonflies (groups of routers joined by global links).
 
 Torus coordinates come from a file (one line per node: `host x y z ...`, # comments) or,
 by default, from the node order with the first dimension fastest (node id = x + X*y +
 X*Y*z, the convention of SimGrid's torus clusters). Routes are dimension-order (lowest
 dimension first), the shorter way around each ring; a tie on an even ring goes the
-positive way. Links are directed and full-duplex: each direction is its own link."""
+positive way. Each dimension is a ring (torus) or a line (mesh): Tofu's 6-D
+X x Y x Z x 2 x 3 x 2 has its a and c dimensions as lines. Links are directed and
+full-duplex: each direction is its own link.
+
+Tree-shaped networks (SwitchTree, Dragonfly) are also hierarchies for the mapper: each
+node belongs to one group per level (`groups`, top to bottom, the last level being the
+node itself), and the machine's levels and partition tree follow them. Every network
+gives, per directed link, the bytes it carries (`link_loads`, a flat array), what kind
+of link each entry is (`link_kinds`: "global" for the top of a tree and the dragonfly's
+inter-group links), and the links on a route (`hops`).
+
+`--network SPEC` names one (parse_spec): `torus:4x4x4`, `mesh:8x8`, `torus:8x8x8x2x3x2:
+wrap=111010`, `tofu:XxYxZ`, `fat-tree:4x8[:oversub=2]`, `fat-tree:'2;8,4;1,2;1,1'`
+(SimGrid's parameters), `dragonfly:GxAxP[:global=L][:routing=valiant]`, `slurm[:FILE]`
+(resolved in rankmap.slurm.topology into the switches of each host)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from profiler.errors import UserError
+from rankmap.profiler import validate
+from rankmap.profiler.errors import UserError
 
 
 def parse_dims(text: str, what: str = "torus") -> tuple[int, ...]:
+    if not isinstance(text, str):
+        raise UserError(f"bad {what} dimensions {text!r}; expected text such as 3x3x4")
     try:
         dims = tuple(int(x) for x in text.lower().replace("*", "x").split("x"))
     except ValueError:
         raise UserError(f"bad {what} dimensions {text!r}; expected e.g. 3x3x4") from None
     if not dims or any(d < 1 for d in dims):
         raise UserError(f"bad {what} dimensions {text!r}: each must be >= 1")
+    if math.prod(dims) > validate.MAX_NET_POSITIONS:
+        raise UserError(f"{what} {text!r}: {math.prod(dims)} positions; rankmap handles at most "
+                        f"{validate.MAX_NET_POSITIONS}")
     return dims
 
 
@@ -38,8 +61,10 @@ class Torus:
         return int(np.prod(self.dims))
 
     def describe(self) -> str:
-        k = "torus" if all(self.wrap) else "mesh" if not any(self.wrap) else "torus/mesh"
-        return f"{'x'.join(map(str, self.dims))} {k}"
+        if all(self.wrap) or not any(self.wrap):
+            return f"{'x'.join(map(str, self.dims))} {'torus' if all(self.wrap) else 'mesh'}"
+        # mixed: each line dimension marked (Tofu: 24x23x24x2mx3x2m)
+        return "x".join(f"{d}{'' if w else 'm'}" for d, w in zip(self.dims, self.wrap)) + " torus (m: no wrap-around)"
 
     def pos(self, coords: np.ndarray) -> np.ndarray:
         """Linear position, first dimension fastest."""
@@ -68,57 +93,103 @@ class Torus:
         a, b = self.coords[na], self.coords[nb]
         return sum(np.abs(s) for s in self._steps(a, b)).astype(np.int64)
 
+    def walk(self, na: np.ndarray, nb: np.ndarray):
+        """The dimension-order routes na[i] -> nb[i] (node indices), one hop at a time, all
+        routes at once: yields (idx, pos, dim, direction) for the routes still moving, where
+        idx are their indices, pos the positions they leave, and (dim, direction) the link
+        they take (direction 0 = +, 1 = -). Every routed quantity (link loads, the routes
+        through a link, the nodes a route passes) is a sum over this one walk."""
+        cur = self.coords[na].copy()
+        steps = self._steps(cur, self.coords[nb])
+        for d, size in enumerate(self.dims):
+            s = steps[d].copy()
+            while True:
+                idx = np.flatnonzero(s != 0)
+                if not len(idx):
+                    break
+                sd = s[idx]
+                yield idx, self.pos(cur[idx]), d, (sd < 0).astype(np.int64)
+                move = np.where(sd > 0, 1, -1)
+                nxt = cur[idx, d] + move
+                if self.wrap[d]:
+                    nxt %= size
+                cur[idx, d] = nxt
+                s[idx] -= move
+
     def link_loads(self, na: np.ndarray, nb: np.ndarray, w: np.ndarray, group: np.ndarray | None = None,
                    ngroups: int = 1) -> np.ndarray:
         """Bytes per directed link, shape (positions, ndims, 2): [pos, dim, 0] is the link
         leaving pos in the + direction, [pos, dim, 1] in the - direction. With `group`, one
         such array per group of routes: shape (ngroups, positions, ndims, 2)."""
-        if group is None:   # one group: the same walk
-            return self.link_loads(na, nb, w, np.zeros(len(na), dtype=np.int64), 1)[0]
-        loads = np.zeros((ngroups, self.positions, len(self.dims), 2))
+        w = np.asarray(w, dtype=np.float64)
+        grp = np.zeros(len(na), dtype=np.int64) if group is None else np.asarray(group)
+        ng = ngroups if group is not None else 1
+        loads = np.zeros((ng, self.positions, len(self.dims), 2))
+        # The same routes as walk(), summed one dimension at a time: a route's run along
+        # dimension d is an interval of one ring (or line), added to a difference array
+        # twice the ring's length (so that a run crossing the wrap-around is one
+        # interval) and folded back after a prefix sum — O(routes x dims), not x hops.
         cur = self.coords[na].copy()
         steps = self._steps(cur, self.coords[nb])
-        w = np.asarray(w, dtype=np.float64)
-        for d, size in enumerate(self.dims):
-            s = steps[d].copy()
-            while True:
-                act = s != 0
-                if not act.any():
-                    break
-                np.add.at(loads, (group[act], self.pos(cur[act]), d, (s[act] < 0).astype(np.int64)), w[act])
-                move = np.where(s[act] > 0, 1, -1)
-                cur_d = cur[act, d] + move
-                if self.wrap[d]:
-                    cur_d %= size
-                cur[np.flatnonzero(act), d] = cur_d
-                s[act] -= move
-        return loads
+        dims = list(self.dims)
+        for d, size in enumerate(dims):
+            s = steps[d]
+            move = s != 0
+            if move.any():
+                ext = dims.copy()
+                ext[d] = 2 * size + 1                                  # + 1: where the last runs end
+                c, sd, g, wd = cur[move], s[move], grp[move], w[move]
+                x0 = c[:, d]
+                # + runs leave x0 .. x0+L-1; - runs leave x0-L+1 .. x0, shifted up by one ring length
+                lo = np.where(sd > 0, x0, x0 + sd + 1 + size)
+                hi = lo + np.abs(sd)
+                direction = (sd < 0).astype(np.int64)
+                shape = (ng, 2) + tuple(reversed(ext))                 # C order: the last dimension fastest
+                other = c.copy()
+                flat, wts = [], []
+                for lo_k, w_k in ((lo, wd), (hi, -wd)):
+                    other[:, d] = lo_k
+                    flat.append(np.ravel_multi_index((g, direction) + tuple(other[:, j] for j in
+                                                                          reversed(range(len(dims)))), shape))
+                    wts.append(w_k)
+                diff = np.bincount(np.concatenate(flat), weights=np.concatenate(wts),
+                                   minlength=int(np.prod(shape))).reshape(shape)
+                axis = 2 + (len(dims) - 1 - d)
+                run = np.cumsum(diff, axis=axis)
+                run = np.take(run, np.arange(size), axis=axis) + np.take(run, np.arange(size, 2 * size), axis=axis)
+                # back to [group, position (first dimension fastest), dim, direction]
+                loads[:, :, d, :] = run.reshape(ng, 2, -1).transpose(0, 2, 1)
+            cur[:, d] = self.coords[nb][:, d]
+        return loads if group is not None else loads[0]
 
     def crosses(self, na: np.ndarray, nb: np.ndarray, link: int) -> np.ndarray:
         """Which routes (na[i] -> nb[i]) use the directed link with flat index `link`."""
         pos_l, rest = divmod(int(link), len(self.dims) * 2)
         d_l, dir_l = divmod(rest, 2)
-        cur = self.coords[na].copy()
-        steps = self._steps(cur, self.coords[nb])
         hit = np.zeros(len(na), bool)
-        for d, size in enumerate(self.dims):
-            s = steps[d].copy()
-            while True:
-                act = s != 0
-                if not act.any():
-                    break
-                if d == d_l:
-                    p = self.pos(cur[act])
-                    direction = (s[act] < 0).astype(np.int64)
-                    idx = np.flatnonzero(act)
-                    hit[idx[(p == pos_l) & (direction == dir_l)]] = True
-                move = np.where(s[act] > 0, 1, -1)
-                cur_d = cur[act, d] + move
-                if self.wrap[d]:
-                    cur_d %= size
-                cur[np.flatnonzero(act), d] = cur_d
-                s[act] -= move
+        for idx, p, d, direction in self.walk(na, nb):
+            if d == d_l:
+                hit[idx[(p == pos_l) & (direction == dir_l)]] = True
         return hit
+
+    def through(self, na: np.ndarray, nb: np.ndarray, w: np.ndarray, nnodes: int) -> np.ndarray:
+        """Bytes each node's router passes: every node a route visits, its ends included."""
+        w = np.asarray(w, dtype=np.float64)
+        node_at = np.full(self.positions, -1, dtype=np.int64)
+        node_at[self.pos(self.coords)] = np.arange(len(self.coords))
+        v = np.zeros(nnodes)
+        for idx, p, _, _ in self.walk(na, nb):       # the node each hop leaves: the source and transit nodes
+            nodes = node_at[p]
+            ok = nodes >= 0                             # positions without a node of this machine do not count
+            np.add.at(v, nodes[ok], w[idx][ok])
+        np.add.at(v, nb, w)                             # and where each route ends
+        return v
+
+    def subset(self, nodes) -> "Torus":
+        return Torus(dims=self.dims, wrap=self.wrap, coords=self.coords[np.asarray(nodes)])
+
+    def link_kinds(self) -> np.ndarray:
+        return np.full(self.positions * len(self.dims) * 2, "torus", dtype=object)
 
     def link_count(self) -> int:
         n = 0
@@ -130,76 +201,333 @@ class Torus:
         return n
 
 
+class Hierarchy:
+    """A network that is also a hierarchy of groups: `groups[i, l]` is node i's group at
+    level l (top to bottom; group ids are global per level; the last level is the node)."""
+    groups: np.ndarray
+
+    @property
+    def level_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def first_diff(self, na, nb) -> np.ndarray:
+        """Levels shared from the top (= the level at which the two nodes' groups first differ)."""
+        ga, gb = self.groups[np.asarray(na)], self.groups[np.asarray(nb)]
+        return np.cumprod(ga == gb, axis=1).sum(axis=1)
+
+
 @dataclass
-class SwitchTree:
+class SwitchTree(Hierarchy):
     """Nodes under a tree of switches. arities top to bottom: (2, 18) is a top switch over
-    two leaf switches of 18 nodes. groups[i, l] = i // prod(arities[l+1:]) is node i's
-    subtree at level l; the last level is the node itself."""
+    two leaf switches of 18 nodes; groups[i, l] is node i's subtree at level l (the last
+    level is the node itself). A tree from Slurm's topology is irregular: its groups come
+    from each host's switches (from_paths), its arities are the largest fan-outs.
+
+    uplinks[l][g]: the links from subtree g of level l to the switch above it (a fat tree
+    with oversubscription has fewer links up than down; None: one link per subtree). Link
+    loads are bytes per physical link, the subtree's bytes spread evenly over its uplinks
+    (ECMP; SimGrid routes d-mod-k, which spreads regular traffic the same way)."""
     arities: tuple
     groups: np.ndarray       # (nodes, levels)
+    uplinks: list | None = None
+    prefix: str = "switch"   # level names: switch0, switch1, ... (blocks: block0, ...)
+    label: str = ""          # what describe() says ("" : the arities)
+    names: list | None = None  # per level: group id -> the site's name for it (Slurm switches)
 
     kind = "tree"
 
-    def describe(self) -> str:
-        return "switch tree " + "x".join(map(str, self.arities))
+    @property
+    def level_names(self) -> list[str]:
+        return [f"{self.prefix}{i}" for i in range(self.groups.shape[1] - 1)] + ["node"]
 
-    def first_diff(self, na, nb) -> np.ndarray:
-        ga, gb = self.groups[na], self.groups[nb]
-        return np.cumprod(ga == gb, axis=1).sum(axis=1)   # = levels shared from the top
+    def describe(self) -> str:
+        return self.label or ("switch tree " + "x".join(map(str, self.arities)) + self._oversub_text())
+
+    def _oversub_text(self) -> str:
+        if self.uplinks is None:
+            return ""
+        ratios = []
+        for m in range(len(self.uplinks) - 1):
+            down = self.arities[m + 1] * float(np.max(self.uplinks[m + 1]))
+            ratios.append(down / float(np.max(self.uplinks[m])))
+        if all(abs(r - 1) < 1e-9 for r in ratios):
+            return " (full bisection)"
+        if len(ratios) == 1:
+            return f" (oversubscribed {ratios[0]:g}:1)"
+        return " (oversubscribed " + " ".join(f"{r:g}:1" for r in ratios) + ", top to bottom)"
+
+    def subset(self, nodes) -> "SwitchTree":
+        from dataclasses import replace
+        return replace(self, groups=self.groups[np.asarray(nodes)])
 
     def hops(self, na, nb) -> np.ndarray:
         """Links on the route: up to the lowest common switch and down again."""
         return (2 * (self.groups.shape[1] - self.first_diff(na, nb))).astype(np.int64)
 
-    def link_loads(self, na, nb, w) -> np.ndarray:
-        """Bytes per directed link to a parent: [level][group] up, then the same down,
-        flattened (level by level, up links first)."""
-        k = self.groups.shape[1]
+    def _sizes(self) -> list[int]:
+        return [int(self.groups[:, m].max()) + 1 for m in range(self.groups.shape[1])]
+
+    def _capacity(self, m: int, size: int) -> np.ndarray:
+        if self.uplinks is None:
+            return np.ones(size)
+        cap = np.asarray(self.uplinks[m], dtype=np.float64)
+        if cap.ndim == 0:
+            return np.full(size, float(cap))
+        return cap[:size] if len(cap) >= size else np.concatenate([cap, np.ones(size - len(cap))])
+
+    def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1) -> np.ndarray:
+        """Bytes per physical link from each subtree to its parent: [level][group] up, then
+        the same down, flattened (level by level, up links first). With `group`, one such
+        array per group of routes: shape (ngroups, links)."""
         l = self.first_diff(na, nb)
         w = np.asarray(w, dtype=np.float64)
+        na, nb = np.asarray(na), np.asarray(nb)
+        grp = np.zeros(len(na), dtype=np.int64) if group is None else np.asarray(group)
+        ng = ngroups if group is not None else 1
         up, down = [], []
-        for m in range(k):
-            size = int(self.groups[:, m].max()) + 1
-            u, d = np.zeros(size), np.zeros(size)
+        for m, size in enumerate(self._sizes()):
             mask = l <= m
-            np.add.at(u, self.groups[np.asarray(na)[mask], m], w[mask])
-            np.add.at(d, self.groups[np.asarray(nb)[mask], m], w[mask])
-            up.append(u), down.append(d)
-        return np.concatenate(up + down)
+            cap = self._capacity(m, size)
+            for ends, out in ((na, up), (nb, down)):
+                key = grp[mask] * size + self.groups[ends[mask], m]
+                out.append(np.bincount(key, weights=w[mask], minlength=ng * size).reshape(ng, size) / cap)
+        res = np.concatenate(up + down, axis=1)
+        return res if group is not None else res[0]
+
+    def crosses(self, na, nb, link: int) -> np.ndarray:
+        """Which routes (na[i] -> nb[i]) use the flat link `link` (an up or down link of a subtree)."""
+        sizes = self._sizes()
+        total = sum(sizes)
+        down, rest = divmod(int(link), total)
+        m = int(np.searchsorted(np.cumsum(sizes), rest, side="right"))
+        g = rest - (sum(sizes[:m]))
+        ends = np.asarray(nb if down else na)
+        return (self.first_diff(na, nb) <= m) & (self.groups[ends, m] == g)
+
+    def link_kinds(self) -> np.ndarray:
+        """Per entry of link_loads: "global" for the links into the top switch, "injection"
+        for the nodes' own links, "switch" in between."""
+        k = self.groups.shape[1]
+        kinds = ["global" if m == 0 else "injection" if m == k - 1 else "switch" for m in range(k)]
+        per = np.concatenate([np.full(size, kinds[m], dtype=object) for m, size in enumerate(self._sizes())])
+        return np.concatenate([per, per])
+
+    @classmethod
+    def from_paths(cls, hosts: list[str], paths: dict, prefix: str = "switch", label: str = "") -> "SwitchTree":
+        """An irregular tree from each host's groups, top to bottom (Slurm's switches or
+        blocks). Levels every host shares (a single top switch) are dropped; a host with a
+        shorter path than the others keeps its lowest group on the missing levels."""
+        missing = [h for h in hosts if h not in paths]
+        if missing:
+            raise UserError(f"the network description places no switch above host {missing[0]}"
+                            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        depth = max((len(paths[h]) for h in hosts), default=0)
+        rows = []
+        for h in hosts:
+            p = list(paths[h])
+            if not p:
+                p = ["(none)"]
+            rows.append(p + [p[-1]] * (depth - len(p)))
+        cols, names = [], []
+        for m in range(depth):
+            keys = [tuple(r[:m + 1]) for r in rows]          # a group is its whole path from the top
+            uniq = {}
+            ids = np.array([uniq.setdefault(k, len(uniq)) for k in keys], dtype=np.int64)
+            if len(uniq) == 1:
+                continue                                      # every host under one switch: not a level
+            cols.append(ids)
+            names.append([k[-1] for k in uniq])
+        cols.append(np.arange(len(hosts), dtype=np.int64))
+        names.append(list(hosts))
+        groups = np.stack(cols, axis=1)
+        arities = []
+        for m in range(groups.shape[1]):
+            parent = groups[:, m - 1] if m else np.zeros(len(hosts), np.int64)
+            pairs = np.unique(np.stack([parent, groups[:, m]], axis=1), axis=0)
+            arities.append(int(np.bincount(pairs[:, 0]).max()))
+        return cls(arities=tuple(arities), groups=groups, prefix=prefix, label=label, names=names)
 
 
-def torus_from(dims_text: str, hosts: list[str], coords_file: str | dict | None, mesh: bool = False) -> Torus:
-    """coords_file: a file (`host x y z` lines), a {host: [x, y, z]} mapping, or None."""
+@dataclass
+class Dragonfly(Hierarchy):
+    """G groups of A routers, P nodes on each router. The routers of a group are joined
+    all-to-all by local links; groups are joined all-to-all by global links: the link from
+    group g to group t sits on router t mod A of group g (SimGrid's DRAGONFLY arrangement:
+    router j of each group holds the link to group j), `global_links` parallel links per
+    pair of groups and `local_links` per pair of routers.
+
+    Routes (Cray Cascade, SimGrid): minimal — the source router, a local hop to the router
+    holding the link to the destination group, the global link, a local hop to the
+    destination router; valiant — through a random intermediate group (each of the other
+    G - 2 groups carries an equal share), which spreads adversarial traffic over all
+    global links at the price of two global hops. Traffic within a group takes its
+    direct local link either way."""
+    shape: tuple             # (G, A, P)
+    coords: np.ndarray       # (nodes, 3): group, router within the group, node on the router
+    global_links: int = 1
+    local_links: int = 1
+    routing: str = "minimal"
+
+    groups: np.ndarray = field(init=False, repr=False)
+
+    kind = "dragonfly"
+
+    def __post_init__(self):
+        A = self.shape[1]
+        c = self.coords
+        self.groups = np.stack([c[:, 0], c[:, 0] * A + c[:, 1], np.arange(len(c))], axis=1).astype(np.int64)
+
+    @property
+    def level_names(self) -> list[str]:
+        return ["group", "router", "node"]
+
+    def describe(self) -> str:
+        G, A, P = self.shape
+        extra = f", {self.global_links} links per group pair" if self.global_links != 1 else ""
+        return f"dragonfly {G} groups x {A} routers x {P} nodes ({self.routing} routing{extra})"
+
+    def subset(self, nodes) -> "Dragonfly":
+        from dataclasses import replace
+        return replace(self, coords=self.coords[np.asarray(nodes)])
+
+    def hops(self, na, nb) -> np.ndarray:
+        """Links on the minimal route, the nodes' own links included."""
+        A = self.shape[1]
+        a, b = self.coords[np.asarray(na)], self.coords[np.asarray(nb)]
+        same_node = np.asarray(na) == np.asarray(nb)
+        same_group = a[:, 0] == b[:, 0]
+        same_router = same_group & (a[:, 1] == b[:, 1])
+        inter = 3 + (a[:, 1] != b[:, 0] % A) + (b[:, 1] != a[:, 0] % A)
+        h = np.where(same_router, 2, np.where(same_group, 3, inter))
+        return np.where(same_node, 0, h).astype(np.int64)
+
+    # flat link layout: node->router (N), router->node (N), local (G*A*A: group, from, to),
+    # global (G*G: from group, to group)
+    def _layout(self, nnodes: int):
+        G, A, _ = self.shape
+        return 2 * nnodes, 2 * nnodes + G * A * A
+
+    def _legs(self, gs, rs, gd, rd):
+        """The local and global links of minimal routes between routers (gs, rs) and (gd, rd),
+        as flat indices past the injection links: yields (mask, index) per link kind taken."""
+        G, A, _ = self.shape
+        other = gs != gd
+        r1 = np.where(other, gd % A, rd)                 # where the source group's part of the route ends
+        m = rs != r1
+        yield "local", m, (gs * A + rs) * A + r1
+        yield "global", other, gs * G + gd
+        r2 = gs % A                                      # where the route enters the destination group
+        m2 = other & (r2 != rd)
+        yield "local", m2, (gd * A + r2) * A + rd
+
+    def _segments(self, na, nb):
+        """Every link of every route (na[i] -> nb[i], node indices): yields (i, link, share)
+        arrays — route i puts `share` of its bytes on flat link `link`."""
+        G, A, _ = self.shape
+        na, nb = np.asarray(na), np.asarray(nb)
+        n = len(self.coords)
+        loc0, glob0 = self._layout(n)
+        i = np.flatnonzero(na != nb)
+        one = np.ones(len(i))
+        yield i, na[i], one
+        yield i, n + nb[i], one
+        a, b = self.coords[na[i]], self.coords[nb[i]]
+        gs, rs, gd, rd = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
+
+        def legs(idx, gs, rs, gd, rd, share):
+            for kind, mask, flat in self._legs(gs, rs, gd, rd):
+                base, mult = (loc0, self.local_links) if kind == "local" else (glob0, self.global_links)
+                yield idx[mask], base + flat[mask], share[mask] / mult
+
+        if self.routing != "valiant" or G < 3:
+            yield from legs(i, gs, rs, gd, rd, one)
+            return
+        inside = gs == gd
+        yield from legs(i[inside], gs[inside], rs[inside], gd[inside], rd[inside], one[inside])
+        o = ~inside
+        i, gs, rs, gd, rd = i[o], gs[o], rs[o], gd[o], rd[o]
+        share = np.full(len(i), 1.0 / (G - 2))
+        for mid in range(G):
+            via = (gs != mid) & (gd != mid)
+            if not via.any():
+                continue
+            midg = np.full(int(via.sum()), mid)
+            entry = gs[via] % A                              # the router where the route enters group mid
+            yield from legs(i[via], gs[via], rs[via], midg, entry, share[via])
+            yield from legs(i[via], midg, entry, gd[via], rd[via], share[via])
+
+    def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1) -> np.ndarray:
+        """Bytes per link (flat layout above); with `group`, shape (ngroups, links)."""
+        G, A, _ = self.shape
+        w = np.asarray(w, dtype=np.float64)
+        grp = np.zeros(len(w), dtype=np.int64) if group is None else np.asarray(group)
+        ng = ngroups if group is not None else 1
+        size = self._layout(len(self.coords))[1] + G * G
+        out = np.zeros(ng * size)
+        for i, link, share in self._segments(na, nb):
+            out += np.bincount(grp[i] * size + link, weights=w[i] * share, minlength=ng * size)
+        out = out.reshape(ng, size)
+        return out if group is not None else out[0]
+
+    def crosses(self, na, nb, link: int) -> np.ndarray:
+        """Which routes (na[i] -> nb[i]) put bytes on the flat link `link`."""
+        hit = np.zeros(len(na), bool)
+        for i, lk, _ in self._segments(na, nb):
+            hit[i[lk == link]] = True
+        return hit
+
+    def link_kinds(self) -> np.ndarray:
+        G, A, _ = self.shape
+        n = len(self.coords)
+        return np.concatenate([np.full(2 * n, "injection", dtype=object), np.full(G * A * A, "local", dtype=object),
+                               np.full(G * G, "global", dtype=object)])
+
+    def link_count(self) -> int:
+        G, A, _ = self.shape
+        return 2 * len(self.coords) + G * A * (A - 1) + G * (G - 1)
+
+
+def torus_from(dims_text: str, hosts: list[str], coords_file: str | dict | None, mesh: bool = False,
+               wrap: tuple | None = None) -> Torus:
+    """coords_file: a file (`host x y z` lines), a {host: [x, y, z]} mapping, or None.
+    wrap: per dimension, ring (True) or line (False); default all rings (all lines for a mesh)."""
     dims = parse_dims(dims_text, "mesh" if mesh else "torus")
+    if wrap is None:
+        wrap = tuple([not mesh] * len(dims))
+    if len(wrap) != len(dims):
+        raise UserError(f"the wrap-around pattern has {len(wrap)} entries for {len(dims)} dimensions")
     n = len(hosts)
     if isinstance(coords_file, dict):
         missing = [h for h in hosts if h not in coords_file]
         if missing:
             raise UserError(f"no torus coordinates for host {missing[0]}")
-        coords = np.array([coords_file[h] for h in hosts], dtype=np.int64)
-        if coords.shape[1] != len(dims) or (coords < 0).any() or (coords >= np.array(dims)).any():
+        rows = [coords_file[h] for h in hosts]
+        if any(not isinstance(c, list) or len(c) != len(dims) for c in rows):
+            raise UserError(f"torus coordinates: each host needs a list of {len(dims)} whole numbers")
+        coords = np.array([[validate.integer(x, "torus coordinates", f"{h}", 0, float_form=False) for x in c]
+                           for h, c in zip(hosts, rows)], dtype=np.int64).reshape(n, len(dims))
+        if (coords >= np.array(dims)).any():
             raise UserError(f"torus coordinates do not fit a {'x'.join(map(str, dims))} torus")
     elif coords_file:
         coords = _read_coords(Path(coords_file), hosts, dims)
     else:
         if n > int(np.prod(dims)):
-            raise UserError(f"{n} nodes do not fit a {'x'.join(map(str, dims))} torus")
+            raise UserError(f"{n} nodes do not fit a {'x'.join(map(str, dims))} {'mesh' if mesh else 'torus'} "
+                            f"(--{'mesh' if mesh else 'torus'})")
         idx = np.arange(n)
         coords = np.zeros((n, len(dims)), dtype=np.int64)
         for d, size in enumerate(dims):
             coords[:, d] = idx % size
             idx = idx // size
-    pos = Torus(dims, tuple([not mesh] * len(dims)), coords).pos(coords)
+    pos = Torus(dims, tuple(wrap), coords).pos(coords)
     if len(set(pos.tolist())) != n:
-        raise UserError("two nodes share the same torus coordinates")
-    return Torus(dims=dims, wrap=tuple([not mesh] * len(dims)), coords=coords)
+        where = f"{coords_file}: " if isinstance(coords_file, str) else ""
+        raise UserError(f"{where}two nodes share the same torus coordinates")
+    return Torus(dims=dims, wrap=tuple(bool(x) for x in wrap), coords=coords)
 
 
 def _read_coords(path: Path, hosts: list[str], dims) -> np.ndarray:
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise UserError(f"{path}: {e.strerror}") from None
+    lines = validate.read_text(path, "coordinate file").splitlines()
     where = {}
     for lineno, ln in enumerate(lines, 1):
         ln = ln.split("#", 1)[0].strip()
@@ -208,12 +536,11 @@ def _read_coords(path: Path, hosts: list[str], dims) -> np.ndarray:
         f = ln.split()
         if len(f) != len(dims) + 1:
             raise UserError(f"{path}:{lineno}: expected 'host' and {len(dims)} coordinates")
-        try:
-            c = [int(x) for x in f[1:]]
-        except ValueError:
-            raise UserError(f"{path}:{lineno}: coordinates must be integers") from None
+        c = [validate.integer(x, f"{path}:{lineno}", "coordinate", float_form=False) for x in f[1:]]
         if any(not 0 <= x < s for x, s in zip(c, dims)):
             raise UserError(f"{path}:{lineno}: coordinates {c} outside the {'x'.join(map(str, dims))} torus")
+        if f[0] in where:
+            raise UserError(f"{path}:{lineno}: host {f[0]} has coordinates already")
         where[f[0]] = c
     missing = [h for h in hosts if h not in where]
     if missing:
@@ -222,10 +549,177 @@ def _read_coords(path: Path, hosts: list[str], dims) -> np.ndarray:
     return np.array([where[h] for h in hosts], dtype=np.int64)
 
 
-def switch_tree(arities_text: str, nodes: int) -> SwitchTree:
+def switch_tree(arities_text: str, nodes: int, oversub: str | None = None,
+                positions: np.ndarray | None = None) -> SwitchTree:
+    """A regular tree (`4x8`: 4 leaf switches of 8 nodes), optionally oversubscribed:
+    `oversub` is one ratio (the leaf switches) or one per switch level below the top,
+    top to bottom (`2x1`...). positions: each node's place in the full tree (default the
+    node order)."""
     ar = parse_dims(arities_text, "switch tree")
     if int(np.prod(ar)) < nodes:
         raise UserError(f"a switch tree {arities_text} holds {int(np.prod(ar))} nodes, fewer than {nodes}")
-    idx = np.arange(nodes)
+    idx = np.arange(nodes) if positions is None else np.asarray(positions, dtype=np.int64)
+    if len(idx) and (idx.min() < 0 or idx.max() >= int(np.prod(ar)) or len(np.unique(idx)) != len(idx)):
+        raise UserError(f"node positions do not fit a switch tree {arities_text} (or two nodes share one)")
     groups = np.stack([idx // int(np.prod(ar[lvl + 1:])) for lvl in range(len(ar))], axis=1).astype(np.int64)
-    return SwitchTree(arities=ar, groups=groups)
+    uplinks = None
+    if oversub:
+        try:
+            ratios = [float(x) for x in oversub.lower().replace(":1", "").replace("*", "x").split("x")]
+        except ValueError:
+            raise UserError(f"bad oversubscription {oversub!r}; expected e.g. 2 or 1x2 (one ratio per switch "
+                            "level below the top, top to bottom)") from None
+        if len(ratios) == 1:
+            ratios = [1.0] * (len(ar) - 2) + ratios
+        if len(ratios) != len(ar) - 1 or any(not np.isfinite(r) or r < 1 for r in ratios):
+            raise UserError(f"oversubscription {oversub!r}: give {len(ar) - 1} ratio(s) >= 1 for a {len(ar)}-level "
+                            "tree (or one, for the leaf switches)")
+        links = [1.0]                                   # per node: its own link
+        for m in range(len(ar) - 2, -1, -1):            # group level m: its children's links / the ratio
+            links.append(ar[m + 1] * links[-1] / ratios[m])
+        uplinks = [np.array(x) for x in reversed(links)]
+    return SwitchTree(arities=ar, groups=groups, uplinks=uplinks)
+
+
+def simgrid_fat_tree(params: str) -> tuple[tuple, list]:
+    """SimGrid's FAT_TREE parameters "levels;down,...;up,...;count,..." (level 1 = leaf
+    switches first) as rankmap's arities (top to bottom) and uplinks per group level: a
+    subtree rooted at level l holds prod(up_1..up_l) switches of that level, each with
+    up_{l+1} parents joined by count_{l+1} links."""
+    try:
+        parts = params.split(";")
+        levels = int(parts[0])
+        down = [int(x) for x in parts[1].split(",")]
+        up = [int(x) for x in parts[2].split(",")]
+        cnt = [int(x) for x in parts[3].split(",")]
+    except (ValueError, IndexError):
+        raise UserError(f"bad fat tree {params!r}; expected SimGrid's 'levels;down,...;up,...;count,...' "
+                        "such as 2;8,4;1,2;1,1") from None
+    if len(parts) != 4 or levels < 1 or not (len(down) == len(up) == len(cnt) == levels) or min(down + up + cnt) < 1:
+        raise UserError(f"bad fat tree {params!r}: each list needs {levels} positive numbers")
+    arities = tuple(reversed(down))
+    uplinks = []
+    for m in range(levels):                              # group level m is rooted at SimGrid level l
+        l = levels - 1 - m
+        uplinks.append(np.array(float(np.prod(up[:l + 1]) * cnt[l])))
+    return arities, uplinks
+
+
+KINDS = ("torus", "mesh", "tofu", "fat-tree", "dragonfly", "slurm")
+
+
+def parse_spec(text: str) -> dict:
+    """`--network SPEC` as a dict: {"kind": ..., parameters}. Kinds: torus, mesh, tofu,
+    fat-tree, dragonfly, slurm (see the module's docstring)."""
+    raw = text.strip()
+    kind, _, rest = raw.partition(":")
+    kind = kind.lower()
+    if kind == "slurm":
+        return {"kind": "slurm", "file": rest or None}
+    if not rest:
+        raise UserError(f"--network {text!r}: expected KIND:SHAPE, e.g. fat-tree:4x8, dragonfly:9x8x4, "
+                        "torus:4x4x4x2x3x2:wrap=111010, tofu:2x3x2, slurm")
+    if kind == "fat-tree" and ";" in rest:
+        return {"kind": "fat-tree", "simgrid": rest}
+    shape, *opts = rest.split(":")
+    keys = {}
+    for o in opts:
+        k, eq, v = o.partition("=")
+        if not eq or not v:
+            raise UserError(f"--network {text!r}: expected key=value after the shape, not {o!r}")
+        keys[k.strip().lower()] = v.strip()
+    allowed = {"torus": {"wrap"}, "mesh": set(), "tofu": set(), "fat-tree": {"oversub"},
+               "dragonfly": {"global", "local", "routing"}}
+    if kind not in allowed:
+        raise UserError(f"--network {text!r}: unknown kind {kind!r}; choose torus, mesh, tofu, fat-tree, dragonfly "
+                        "or slurm")
+    bad = sorted(set(keys) - allowed[kind])
+    if bad:
+        raise UserError(f"--network {text!r}: {kind} takes no {bad[0]!r}" +
+                        (f" (options: {', '.join(sorted(allowed[kind]))})" if allowed[kind] else ""))
+    dims = parse_dims(shape, kind)
+    out = {"kind": kind, "shape": "x".join(map(str, dims))}
+    if kind == "torus" and "wrap" in keys:
+        w = keys["wrap"]
+        if len(w) != len(dims) or set(w) - {"0", "1"}:
+            raise UserError(f"--network {text!r}: wrap= needs one 1 (ring) or 0 (line) per dimension, e.g. 111010")
+        out["wrap"] = w
+    if kind == "tofu":
+        if len(dims) != 3:
+            raise UserError(f"--network {text!r}: tofu takes the X x Y x Z extent (the a, b, c unit is 2x3x2)")
+        out = {"kind": "torus", "shape": "x".join(map(str, dims + (2, 3, 2))), "wrap": "111010"}
+    if kind == "fat-tree":
+        if "oversub" in keys:
+            out["oversub"] = keys["oversub"]
+    if kind == "dragonfly":
+        if len(dims) != 3:
+            raise UserError(f"--network {text!r}: dragonfly takes GROUPSxROUTERSxNODES (nodes per router)")
+        for k in ("global", "local"):
+            if k in keys:
+                try:
+                    out[k] = int(keys[k])
+                except ValueError:
+                    out[k] = 0
+                if out[k] < 1:
+                    raise UserError(f"--network {text!r}: {k}= is a number of parallel links (>= 1)")
+        r = keys.get("routing", "minimal").lower()
+        if r not in ("minimal", "valiant"):
+            raise UserError(f"--network {text!r}: routing is minimal or valiant, not {r!r}")
+        out["routing"] = r
+    return out
+
+
+def from_spec(spec: dict | str, hosts: list[str], coords: dict | str | None = None):
+    """The network a spec (parse_spec's dict, or the text) describes for these hosts.
+    coords: torus coordinates (a file or {host: [...]}); for trees and dragonflies
+    {host: [position]} / {host: [group, router, node]} keeps nodes where they are when a
+    machine is reduced to some of its hosts."""
+    if isinstance(spec, str):
+        spec = parse_spec(spec)
+    kind = spec.get("kind")
+    n = len(hosts)
+    if kind in ("torus", "mesh"):
+        wrap = tuple(c == "1" for c in spec["wrap"]) if spec.get("wrap") else None
+        return torus_from(spec["shape"], hosts, coords, mesh=kind == "mesh", wrap=wrap)
+    if kind in ("switches", "blocks"):
+        return SwitchTree.from_paths(hosts, spec["paths"], prefix="block" if kind == "blocks" else "switch",
+                                     label=spec.get("label", ""))
+    pos = None
+    if isinstance(coords, dict):
+        missing = [h for h in hosts if h not in coords]
+        if missing:
+            raise UserError(f"no network position for host {missing[0]}")
+        pos = np.array([coords[h] for h in hosts], dtype=np.int64).reshape(n, -1)
+    elif coords:
+        raise UserError("--coords is for tori and meshes; place nodes in a fat tree or dragonfly by node order")
+    if kind == "fat-tree":
+        if spec.get("simgrid"):
+            ar, uplinks = simgrid_fat_tree(spec["simgrid"])
+            t = switch_tree("x".join(map(str, ar)), n, positions=None if pos is None else pos[:, 0])
+            t = SwitchTree(arities=t.arities, groups=t.groups, uplinks=uplinks)
+            t.label = f"fat tree {'x'.join(map(str, ar))}{t._oversub_text()} (SimGrid {spec['simgrid']})"
+            return t
+        return switch_tree(spec["shape"], n, spec.get("oversub"), positions=None if pos is None else pos[:, 0])
+    if kind == "dragonfly":
+        G, A, P = parse_dims(spec["shape"], "dragonfly")
+        if n > G * A * P:
+            raise UserError(f"{n} nodes do not fit a dragonfly of {G} groups x {A} routers x {P} nodes")
+        if pos is None:
+            idx = np.arange(n)
+            pos = np.stack([idx // (A * P), (idx // P) % A, idx % P], axis=1)
+        if pos.shape[1] != 3 or (pos < 0).any() or (pos >= np.array([G, A, P])).any():
+            raise UserError("dragonfly positions must be [group, router, node] within the shape")
+        if len(np.unique(pos, axis=0)) != n:
+            raise UserError("two nodes share one dragonfly position")
+        return Dragonfly(shape=(G, A, P), coords=pos, global_links=int(spec.get("global") or 1),
+                         local_links=int(spec.get("local") or 1), routing=spec.get("routing") or "minimal")
+    raise UserError(f"unknown network kind {kind!r}")
+
+
+def positions(net) -> np.ndarray | None:
+    """Each node's place in a tree or dragonfly, to freeze into a machine description."""
+    if isinstance(net, Dragonfly):
+        return net.coords
+    if isinstance(net, SwitchTree) and net.names is None:
+        return net.groups[:, -1:]          # a regular tree's last level is the node's index in the full tree
+    return None

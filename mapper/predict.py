@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from mapper.machine import Machine
-from mapper.metrics import link_loads
-from mapper.network import SwitchTree, Torus
-from profiler.errors import UserError
+from rankmap.mapper.machine import Machine
+from rankmap.mapper.metrics import link_loads
+from rankmap.mapper.network import Torus
+from rankmap.profiler.errors import UserError
 
 
 @dataclass
@@ -47,25 +47,23 @@ class Network:
     @classmethod
     def from_probe(cls, path) -> "Network":
         """From `rankmap probe`'s file: two cores of one socket are the loopback, neighbour
-        nodes the first link."""
-        import json
-        try:
-            r = json.loads(open(path).read())
-            lat, bw = r["latency_us"], r["bandwidth_GBps"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise UserError(f"{path}: not a `rankmap probe` file ({e})") from None
-        near = lat.get("same socket", lat.get("other socket"))
-        nbw = bw.get("same socket", bw.get("other socket"))
-        if "neighbour node" not in lat or near is None:
-            raise UserError(f"{path}: the probe measured no pair of nodes (or no pair inside a node)")
-        return cls(link_bw=bw["neighbour node"] * 1e9, link_lat=lat["neighbour node"] * 1e-6, loop_bw=nbw * 1e9,
-                   loop_lat=near * 1e-6, nic_bw=None)
-
-    @classmethod
-    def from_platform(cls, p) -> "Network":
-        nic = None if p.eff_nic_bw is None else p.eff_nic_bw * 1e9
-        return cls(link_bw=p.eff_link_bw * 1e9, link_lat=p.eff_link_lat * 1e-6, loop_bw=p.loopback_bw * 1e9,
-                   loop_lat=p.loopback_lat * 1e-6, nic_bw=nic)
+        nodes the first link. Every speed must be a finite positive number."""
+        from rankmap.profiler import validate
+        where = str(path)
+        r = validate.read_json(path, "`rankmap probe` file")
+        if not isinstance(r, dict) or not isinstance(r.get("latency_us"), dict) or \
+                not isinstance(r.get("bandwidth_GBps"), dict):
+            raise UserError(f"{where}: not a `rankmap probe` file (no latency_us and bandwidth_GBps objects)")
+        lat, bw = r["latency_us"], r["bandwidth_GBps"]
+        near_key = "same socket" if "same socket" in lat else "other socket"
+        if "neighbour node" not in lat or near_key not in lat or "neighbour node" not in bw or near_key not in bw:
+            raise UserError(f"{where}: the probe measured no pair of nodes (or no pair inside a node)")
+        num = lambda d, k, name, lo_open: validate.number(d[k], where, f"{name}.{k}", 0.0, 1e9,  # noqa
+                                                          lo_open=lo_open)
+        return cls(link_bw=num(bw, "neighbour node", "bandwidth_GBps", True) * 1e9,
+                   link_lat=num(lat, "neighbour node", "latency_us", False) * 1e-6,
+                   loop_bw=num(bw, near_key, "bandwidth_GBps", True) * 1e9,
+                   loop_lat=num(lat, near_key, "latency_us", False) * 1e-6, nic_bw=None)
 
 
 def _through(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
@@ -79,31 +77,12 @@ def _through(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray)
     uk, inv = np.unique(key, return_inverse=True)     # routes depend on the nodes only
     w = np.bincount(inv, weights=M.data[inter])
     a, b = uk // machine.nnodes, uk % machine.nnodes
-    np.add.at(v, a, w)
     net = machine.network
     if not isinstance(net, Torus):
+        np.add.at(v, a, w)
         np.add.at(v, b, w)
         return v
-    node_at = np.full(net.positions, -1, dtype=np.int64)
-    node_at[net.pos(net.coords)] = np.arange(machine.nnodes)
-    cur = net.coords[a].copy()
-    steps = net._steps(cur, net.coords[b])
-    for d, size in enumerate(net.dims):
-        s = steps[d].copy()
-        while True:
-            act = np.flatnonzero(s != 0)
-            if not len(act):
-                break
-            move = np.where(s[act] > 0, 1, -1)
-            nxt = cur[act, d] + move
-            if net.wrap[d]:
-                nxt %= size
-            cur[act, d] = nxt
-            s[act] -= move
-            nodes = node_at[net.pos(cur[act])]
-            ok = nodes >= 0          # positions without a node of this machine do not count
-            np.add.at(v, nodes[ok], w[act][ok])
-    return v
+    return net.through(a, b, w, machine.nnodes)
 
 
 def _bisection(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray, bw: float) -> float:

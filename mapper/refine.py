@@ -1,4 +1,4 @@
-"""Bridge to the C local search (csrc/refine/refine.c) and its cost function."""
+"""Bridge to the C local search (csrc/refine/refine.h: its interface) and its cost function."""
 from __future__ import annotations
 
 import ctypes as C
@@ -6,10 +6,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from mapper.graph import Graph
-from mapper.machine import Machine
-from mapper.network import Torus
-from profiler import native
+from rankmap.mapper.graph import Graph
+from rankmap.mapper.machine import Machine
+from rankmap.mapper.network import Torus
+from rankmap.profiler import native
 
 P64 = C.POINTER(C.c_int64)
 PD = C.POINTER(C.c_double)
@@ -24,9 +24,21 @@ class _Problem(C.Structure):
                 ("nglev", C.c_int32), ("glev", P64), ("gptr", P64), ("gslot", P64)]
 
 
+def _check_layout(lib) -> None:
+    """The ctypes mirror must match rm_problem as the library was compiled (refine.h)."""
+    lib.rm_layout.restype = C.c_char_p
+    size, *fields = lib.rm_layout().decode().split()
+    theirs = [(f.split(":")[0], int(f.split(":")[1])) for f in fields]
+    ours = [(name, getattr(_Problem, name).offset) for name, _ in _Problem._fields_]
+    if theirs != ours or int(size) != C.sizeof(_Problem):
+        raise RuntimeError(f"internal error: mapper/refine.py's rm_problem mirror ({C.sizeof(_Problem)} bytes, "
+                           f"{ours}) does not match csrc/refine/refine.h ({size} bytes, {theirs}); rebuild rankmap")
+
+
 @lru_cache(maxsize=None)
 def _lib():
     lib = C.CDLL(str(native.artifact("refine")))
+    _check_layout(lib)
     lib.rm_cost.restype = C.c_double
     lib.rm_cost.argtypes = [C.POINTER(_Problem), P64]
     lib.rm_refine.restype = C.c_int64

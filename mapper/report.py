@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 from rich.table import Table
 
-from mapper import baselines, metrics
-from mapper.machine import Machine
+from rankmap.mapper import baselines, metrics
+from rankmap.mapper.machine import Machine
 
 COLUMNS = [("sum_com", "SUM_COM", "{:.4g}"), ("tree_hop_bytes", "tree hop-B", "{:.4g}"),
            ("net_hop_bytes", "net hop-B", "{:.4g}"), ("dilation_weighted", "dilation", "{:.3f}"),
@@ -31,12 +31,15 @@ def compare(M, machine: Machine, mappings: dict, seed: int = 0, placement=None) 
 def table(results: dict, title: str, reference: str = "block") -> Table:
     t = Table(title=title, show_edge=False)
     t.add_column("mapping", justify="left")
-    for _, head, _ in COLUMNS:
+    cols = list(COLUMNS)
+    if all("max_global_link_load" in r for r in results.values()):   # trees and dragonflies
+        cols.insert(6, ("max_global_link_load", "max global B", "{:.4g}"))
+    for _, head, _ in cols:
         t.add_column(head, justify="right")
     t.add_column(f"SUM_COM vs {reference}", justify="right")
     ref = results.get(reference, {}).get("sum_com")
     for name, r in results.items():
-        cells = [fmt.format(r[key]) for key, _, fmt in COLUMNS]
+        cells = [fmt.format(r[key]) for key, _, fmt in cols]
         ratio = f"{r['sum_com'] / ref:.3f}" if ref else "-"
         t.add_row(name, *cells, ratio)
     return t

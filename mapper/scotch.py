@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mapper.graph import Graph
-from mapper.machine import Machine
-from mapper.network import SwitchTree, Torus
-from profiler.errors import UserError
+from rankmap.mapper.graph import Graph
+from rankmap.mapper.machine import Machine
+from rankmap.mapper.network import Hierarchy, Torus
+from rankmap.profiler.errors import UserError
 
 MAX_DECO_SLOTS = 20000
 
@@ -109,7 +109,7 @@ def _deco(machine: Machine, work: Path) -> Path:
                     if tuple(q) in pos:
                         link(first[n], first[pos[tuple(q)]], cn)
     else:
-        groups = net.groups[:, -2] if isinstance(net, SwitchTree) and net.groups.shape[1] >= 2 \
+        groups = net.groups[:, -2] if isinstance(net, Hierarchy) and net.groups.shape[1] >= 2 \
             else np.zeros(machine.nnodes, int)
         nodes = list(range(machine.nnodes))
         for i in nodes:

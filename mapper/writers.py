@@ -14,19 +14,20 @@ A mapping directory holds:
   report.json   metrics of the mapping and of block / cyclic / random (/ input order)
   machine.json  how to rebuild the machine (so that evaluate and srun need no options)
 The directory is written next to its final place and renamed into it: readers never see
-half a mapping, and an existing one is replaced only with --force."""
+half a mapping, and an existing one is replaced only when it is a mapping (its marker
+.rankmap-mapping) and --force is given (rankmap.profiler.outputs)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from mapper.machine import Machine
-from profiler.errors import UserError
+from rankmap.mapper import hostnames
+from rankmap.mapper.machine import Machine
+from rankmap.profiler import outputs, validate as valid
+from rankmap.profiler.errors import UserError
 
 FILES = ("hostfile", "binding.txt", "rankfile", "machinefile", "collective-order.txt", "report.json", "machine.json")
 
@@ -68,8 +69,8 @@ def collective_order(slot: np.ndarray, machine: Machine) -> str:
     node = machine.slot_node[slot]
     core = machine.slot_core[slot]
     net = machine.network
-    coords = getattr(net, "coords", None)
-    node_key = _snake(coords, net.dims)[node] if coords is not None else node
+    coords, dims = getattr(net, "coords", None), getattr(net, "dims", None)   # a torus: snake through it
+    node_key = _snake(coords, dims)[node] if coords is not None and dims is not None else node
     order = np.lexsort((core, node_key))
     counts = np.unique(node, return_counts=True)[1]
     head = "# world ranks along the machine: one node's ranks together, nodes neighbour to neighbour\n"
@@ -78,32 +79,31 @@ def collective_order(slot: np.ndarray, machine: Machine) -> str:
     return head + "".join(f"{int(r)}\n" for r in order)
 
 
-def write_mapping(out_dir: str | Path, slot: np.ndarray, machine: Machine, report: dict, machine_spec: dict,
-                  force: bool = False) -> Path:
+def mapping_target(out_dir, force: bool = False, inputs=(), option: str = "--out") -> outputs.Target:
+    """Where a mapping goes, checked before any work (rankmap.profiler.outputs): never the
+    current directory or an input; an existing directory only when it is a mapping (and
+    --force)."""
+    if isinstance(out_dir, outputs.Target):
+        return out_dir
+    return outputs.target_dir(out_dir, option, "mapping", force, inputs)
+
+
+def write_mapping(out_dir, slot: np.ndarray, machine: Machine, report: dict, machine_spec: dict,
+                  force: bool = False, extra=None) -> Path:
+    """The mapping's files, written into a directory next to `out_dir` and renamed into it
+    (readers never see half a mapping). extra(tmp): more files (plots) written before the
+    rename."""
     validate(slot, len(slot), machine)
-    out = Path(out_dir).absolute()
-    if out.exists() and not force:
-        raise UserError(f"{out} already exists; pass --force to replace it")
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out} exists and is not a directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    target = mapping_target(out_dir, force)
+
+    def fill(tmp: Path) -> None:
         for name, text in render(slot, machine).items():
             (tmp / name).write_text(text)
-        (tmp / "report.json").write_text(json.dumps(report, indent=2, default=_jsonable) + "\n")
-        (tmp / "machine.json").write_text(json.dumps(machine_spec, indent=2) + "\n")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.rename(out, old)
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+        (tmp / "report.json").write_text(json.dumps(report, indent=2, default=_jsonable, allow_nan=False) + "\n")
+        (tmp / "machine.json").write_text(json.dumps(machine_spec, indent=2, allow_nan=False) + "\n")
+        if extra is not None:
+            extra(tmp)
+    return outputs.write_dir(target, fill)
 
 
 def _jsonable(x):
@@ -118,44 +118,88 @@ def _jsonable(x):
 
 # ---------------------------------------------------------------------- reading back
 
-def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np.ndarray:
-    """slot_of_rank from a mapping directory, a binding file (`rank host core...`), or a
-    hostfile (one host per line: ranks take their host's slots in order)."""
+@dataclass
+class Placement:
+    """A mapping as its files give it, before any machine is known."""
+    source: Path
+    hosts: list                   # per rank
+    cores: list | None            # per rank: logical core indices (None: a hostfile names hosts only)
+    directory: bool = False       # read from a mapping directory (then both files agreed)
+
+
+def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list]:
+    hosts, cores = [], []
+    for lineno, ln in enumerate(lines, 1):
+        f = ln.split()
+        if not f or f[0].startswith("#"):
+            continue
+        where = f"{path}:{lineno}"
+        if len(f) < 3:
+            raise UserError(f"{where}: expected 'rank host core[,core...]', got {len(f)} field(s)")
+        r = valid.integer(f[0], where, "rank", 0, float_form=False)
+        if r != len(hosts):
+            raise UserError(f"{where}: ranks must be listed in order 0, 1, 2... (found {r}, expected {len(hosts)})")
+        host = hostnames.check_name(f[1], where)
+        cs = [valid.integer(c, where, "core", 0, valid.MAX_CORES_PER_NODE - 1, float_form=False)
+              for c in f[2].split(",")]
+        hosts.append(host)
+        cores.append(cs)
+    return hosts, cores
+
+
+def _read_lines(path: Path) -> list[str]:
+    return valid.read_text(path, "binding file or hostfile").splitlines()
+
+
+def read_placement(path: str | Path) -> Placement:
+    """A mapping directory (its binding.txt, checked against its hostfile), a binding file
+    (`rank host core[,core...]`) or a hostfile (one host per line, `host:k` allowed)."""
     p = Path(path)
     if p.is_dir():
-        for name in ("binding.txt", "hostfile"):
-            if (p / name).exists():
-                return read_mapping(p / name, machine, n)
-        raise UserError(f"{p}: no binding.txt or hostfile in this directory")
-    try:
-        lines = p.read_text().splitlines()
-    except OSError as e:
-        raise UserError(f"{p}: {e.strerror}") from None
-    rows = [(i, ln.split()) for i, ln in enumerate(lines, 1) if ln.strip() and not ln.lstrip().startswith("#")]
+        if not (p / "binding.txt").exists() and not (p / "hostfile").exists():
+            raise UserError(f"{p}: no binding.txt or hostfile in this directory (rankmap map --out writes one)")
+        if not (p / "binding.txt").exists():
+            pl = read_placement(p / "hostfile")
+            return Placement(p, pl.hosts, None, True)
+        hosts, cores = _binding_rows(p / "binding.txt", _read_lines(p / "binding.txt"))
+        if (p / "hostfile").exists():
+            hf = read_placement(p / "hostfile").hosts
+            if hf != hosts:
+                raise UserError(f"{p}: hostfile ({len(hf)} ranks) and binding.txt ({len(hosts)} ranks) disagree")
+        return Placement(p, hosts, cores, True)
+    lines = _read_lines(p)
+    first = next((ln.split() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), None)
+    if first is None:
+        raise UserError(f"{p}: no rank in this file")
+    if len(first) >= 3 and first[0].isdigit():
+        hosts, cores = _binding_rows(p, lines)
+        return Placement(p, hosts, cores)
+    hosts = []
+    for lineno, ln in enumerate(lines, 1):
+        if ln.strip() and not ln.lstrip().startswith("#"):
+            hosts.append(hostnames.check_name(ln.split()[0].split(":")[0], f"{p}:{lineno}"))
+    valid.rank_count(len(hosts), str(p))
+    return Placement(p, hosts, None)
+
+
+def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np.ndarray:
+    """slot_of_rank from a mapping directory, a binding file or a hostfile (ranks of a
+    hostfile take their host's slots in order)."""
+    pl = read_placement(path)
     index = {h: k for k, h in enumerate(machine.hosts)}
     free = {k: list(v) for k, v in enumerate(machine.slots_by_node())}
-    binding = rows and len(rows[0][1]) >= 3 and rows[0][1][0].isdigit()
-    slot = np.full(len(rows), -1, dtype=np.int64)
-    for pos, (lineno, f) in enumerate(rows):
-        if binding:
-            try:
-                r, host, core = int(f[0]), f[1], int(f[2].split(",")[0])
-            except (ValueError, IndexError):
-                raise UserError(f"{p}:{lineno}: expected 'rank host core[,core...]'") from None
-            if r != pos:
-                raise UserError(f"{p}:{lineno}: ranks must be listed in order 0, 1, 2... (found {r})")
-        else:
-            host = f[0].split(":")[0]
-            core = None
+    slot = np.full(len(pl.hosts), -1, dtype=np.int64)
+    for r, host in enumerate(pl.hosts):
         if host not in index:
-            raise UserError(f"{p}:{lineno}: host {host} is not in the node list")
+            raise UserError(f"{pl.source}: rank {r}: host {host} is not in the node list")
         node = index[host]
+        core = pl.cores[r][0] if pl.cores is not None else None
         cands = [s for s in free[node] if core is None or machine.slot_core[s] == core]
         if not cands:
             what = f"core {core} of {host}" if core is not None else host
-            raise UserError(f"{p}:{lineno}: no free slot left on {what} (more ranks than slots there)")
-        slot[pos] = cands[0]
+            raise UserError(f"{pl.source}: rank {r}: no free slot left on {what} (more ranks than slots there)")
+        slot[r] = cands[0]
         free[node].remove(cands[0])
     if n is not None and len(slot) != n:
-        raise UserError(f"{p}: the mapping has {len(slot)} ranks, the traffic has {n}")
+        raise UserError(f"{pl.source}: the mapping has {len(slot)} ranks, the traffic has {n}")
     return slot

@@ -30,7 +30,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from profiler.errors import UserError
+from rankmap.profiler.errors import UserError
 
 MODELS = ("auto", "binomial", "recursive-doubling", "ring", "linear", "kchain", "smpi", "none")
 

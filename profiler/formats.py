@@ -15,17 +15,19 @@
 from __future__ import annotations
 
 import csv
+import glob
 import io
-import os
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from profiler.errors import UserError
-from profiler.traffic import Traffic, check_matrix
+from rankmap.profiler import validate
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.traffic import Traffic, check_matrix
 
 READ_FORMATS = ("auto", "profile", "smpi", "mpip", "csv", "treematch", "amfch", "ompi", "mtx", "npz", "metis")
 WRITE_FORMATS = ("metis", "mtx", "csv", "npz", "treematch")
@@ -35,14 +37,14 @@ WORD = 8  # bytes in an Angara statistics word
 # --------------------------------------------------------------------------- detection
 
 def detect(path: Path) -> str:
-    from profiler.smpi_trace import is_trace
+    from rankmap.profiler.smpi_trace import is_trace
     if path.exists() and is_trace(path):
         return "smpi"
     if path.is_dir():
         return "profile"
     if not path.exists():
         # an Open MPI monitoring prefix names no file itself
-        if list(path.parent.glob(path.name + ".*.prof")):
+        if path.parent.is_dir() and list(path.parent.glob(glob.escape(path.name) + ".*.prof")):
             return "ompi"
         raise UserError(f"{path}: no such file or directory")
     suffix = path.suffix.lower()
@@ -54,27 +56,35 @@ def detect(path: Path) -> str:
         return "ompi"
     if suffix in (".graph", ".metis"):
         return "metis"
-    head = _read_text(path)[:4096]
-    if suffix == ".csv" or head.lstrip().lower().startswith("src,"):
-        first = head.lstrip().splitlines()[0].replace(" ", "").lower() if head.strip() else ""
-        return "mpip" if first == "src,dst,bytes,count" else "csv"
+    text = _read_text(path, lenient=True)
+    head = text[:4096]
+    first = _first_row(head)
+    if suffix == ".csv" or first.lower().startswith("src,"):
+        return "mpip" if first.replace(" ", "").lower() == "src,dst,bytes,count" else "csv"
     if head.startswith("%%MatrixMarket"):
         return "mtx"
-    if _looks_like_metis(path):
+    if _looks_like_metis(text):
         return "metis"
-    text = _read_text(path)
     return "treematch" if _whole_matrix(text) is not None else "amfch"
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError as e:
-        raise UserError(f"{path}: {e.strerror}") from None
+def _first_row(text: str) -> str:
+    """The first line that is neither blank nor a # comment."""
+    for ln in text.splitlines():
+        if ln.strip() and not ln.lstrip().startswith("#"):
+            return ln.strip()
+    return ""
 
 
-def _looks_like_metis(path: Path) -> bool:
-    lines = [ln for ln in _read_text(path).splitlines() if not ln.startswith("%")]
+def _read_text(path: Path, lenient: bool = False) -> str:
+    """The file as text: strict UTF-8 (errors name the line) unless lenient (program logs)."""
+    if lenient:
+        return validate.read_bytes(path, "traffic file").decode("utf-8", errors="replace").replace("\x00", " ")
+    return validate.read_text(path, "traffic file (text)")
+
+
+def _looks_like_metis(text: str) -> bool:
+    lines = [ln for ln in text.splitlines() if not ln.startswith("%")]
     if not lines:
         return False
     head = lines[0].split()
@@ -90,9 +100,18 @@ def _looks_like_metis(path: Path) -> bool:
 
 # --------------------------------------------------------------------------- readers
 
-def read(path: Path, fmt: str = "auto", collectives: str = "auto", allow_partial: bool = False) -> Traffic:
+def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto", allow_partial: bool = False) -> Traffic:
+    """Traffic from a profiler run directory or any supported format (`fmt` "auto" detects
+    it); a profile's collectives are expanded with the model `collectives`."""
+    if path is None or not str(path).strip():
+        raise UserError("the traffic MATRIX argument is empty (an unset shell variable?)")
+    path = Path(path)
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise UserError(f"{path}: not a regular file (a device, FIFO or socket); give a traffic file or directory")
     if fmt not in READ_FORMATS:
-        raise UserError(f"unknown traffic format {fmt!r}; choose one of: {', '.join(READ_FORMATS)}")
+        raise UserError(f"--format {fmt!r}: unknown traffic format; choose one of: {', '.join(READ_FORMATS)}")
+    from rankmap.profiler.collectives import parse_model
+    parse_model(collectives)          # a bad --collectives is an error for every format, not only profiles
     if fmt == "auto":
         fmt = detect(path)
     reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "smpi": lambda: _read_smpi(path, collectives),
@@ -102,14 +121,18 @@ def read(path: Path, fmt: str = "auto", collectives: str = "auto", allow_partial
               "npz": lambda: _read_npz(path), "metis": lambda: _read_metis(path)}[fmt]
     if fmt != "profile" and not path.exists() and fmt != "ompi":
         raise UserError(f"{path}: no such file")
+    if fmt not in ("profile", "smpi", "ompi") and path.is_dir():
+        raise UserError(f"{path}: is a directory, not a {fmt} file (--format {fmt})")
+    if fmt == "profile" and path.exists() and not path.is_dir():
+        raise UserError(f"{path}: not a directory; --format profile reads a profiler run directory")
     t = reader()
     t.bytes = check_matrix(t.bytes, str(path))
     return t
 
 
 def _read_profile(path: Path, model: str, allow_partial: bool) -> Traffic:
-    from profiler.collectives import expand, parse_model
-    from profiler.rundir import read_run
+    from rankmap.profiler.collectives import expand, parse_model
+    from rankmap.profiler.rundir import read_run
     prof = read_run(path)
     if not prof.complete and not allow_partial:
         raise UserError(f"{path}: the run is partial ({'; '.join(prof.partial_reasons()[:2])}); "
@@ -123,53 +146,56 @@ def _read_profile(path: Path, model: str, allow_partial: bool) -> Traffic:
 
 
 def _read_smpi(path: Path, model: str) -> Traffic:
-    from profiler.smpi_trace import read_trace
+    from rankmap.profiler.smpi_trace import read_trace
     return read_trace(path, model)
 
 
-def _parse_int(tok: str, where: str) -> int:
-    try:
-        v = int(tok)
-    except ValueError:
-        try:
-            f = float(tok)
-        except ValueError:
-            raise UserError(f"{where}: {tok!r} is not a number") from None
-        if not np.isfinite(f):
-            raise UserError(f"{where}: {tok!r} is not a finite number") from None
-        if f != int(f):
-            raise UserError(f"{where}: {tok!r} is not a whole number of bytes") from None
-        v = int(f)
-    return v
-
-
-def _triplets(path: Path, rows, ncol_min: int, what: str):
+def _triplets(path: Path, rows, ncol: int, what: str):
+    """Rows (lineno, fields) of src,dst,bytes[,messages]: every value checked where it is read
+    (a negative or non-numeric field is an error on its line, before anything is summed)."""
     src, dst, val, cnt = [], [], [], []
+    ncol_max = 4
     for lineno, row in rows:
-        if len(row) < ncol_min:
-            raise UserError(f"{path}:{lineno}: expected {what}, got {len(row)} field(s)")
         where = f"{path}:{lineno}"
-        s, d = _parse_int(row[0], where), _parse_int(row[1], where)
-        if s < 0 or d < 0:
-            raise UserError(f"{where}: negative rank")
-        b = float(row[2])
-        if not np.isfinite(b):
-            raise UserError(f"{where}: {row[2]!r} is not a finite number")
-        src.append(s), dst.append(d), val.append(b)
-        cnt.append(_parse_int(row[3], where) if len(row) > 3 and row[3].strip() else 0)
+        if len(row) < ncol or len(row) > ncol_max:
+            raise UserError(f"{where}: expected {what}, got {len(row)} field(s)")
+        src.append(validate.rank(row[0], where, "source rank"))
+        dst.append(validate.rank(row[1], where, "destination rank"))
+        val.append(validate.traffic_bytes(row[2], where, "bytes"))
+        cnt.append(validate.integer(row[3], where, "messages", 0, 2 ** 63 - 1) if len(row) > 3 else 0)
     if not src:
-        raise UserError(f"{path}: no traffic rows")
-    return np.array(src), np.array(dst), np.array(val, dtype=np.float64), np.array(cnt, dtype=np.int64)
+        raise UserError(f"{path}: no traffic rows (expected lines {what})")
+    return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(val, dtype=np.float64), \
+        np.array(cnt, dtype=np.int64)
 
 
 def _csv_rows(path: Path):
+    """Data rows of a CSV file: blank lines and # comments skipped anywhere; the first other
+    row is a header when its first field is not a number."""
     text = _read_text(path)
-    for lineno, row in enumerate(csv.reader(io.StringIO(text)), 1):
+    seen_row = False
+    reader = csv.reader(io.StringIO(text))
+    lineno = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise UserError(f"{path}:{reader.line_num}: not readable as CSV ({e})") from None
+        lineno = reader.line_num
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
-        if lineno == 1 and not row[0].strip().lstrip("-").isdigit():
-            continue  # header
-        yield lineno, [c.strip() for c in row]
+        if any("\n" in c or "\r" in c for c in row):
+            raise UserError(f"{path}:{lineno}: a quoted field spans lines; a traffic row is one line")
+        row = [c.strip() for c in row]
+        if not seen_row:
+            seen_row = True
+            try:
+                float(row[0])
+            except ValueError:
+                continue  # header
+        yield lineno, row
 
 
 def _read_mpip(path: Path) -> Traffic:
@@ -208,25 +234,21 @@ def _read_treematch(path: Path) -> Traffic:
     if not rows:
         raise UserError(f"{path}: empty matrix")
     n = len(rows)
+    validate.rank_count(n, str(path))
+    validate.check_memory(48.0 * n * n, f"{path}: a dense {n} x {n} matrix")
     for i, r in rows:
         if len(r) != n:
             raise UserError(f"{path}:{i}: row has {len(r)} values, expected {n} (a square {n} x {n} matrix)")
-    vals = np.array([[_num(x, f"{path}:{i}") for x in r] for i, r in rows])
+    vals = np.array([[validate.traffic_bytes(x, f"{path}:{i}", f"column {j + 1}") for j, x in enumerate(r)]
+                     for i, r in rows])
     return Traffic(bytes=sp.csr_matrix(vals), source=str(path), format="treematch")
-
-
-def _num(x: str, where: str) -> float:
-    try:
-        return float(x)
-    except ValueError:
-        raise UserError(f"{where}: {x!r} is not a number") from None
 
 
 def _read_amfch(path: Path) -> Traffic:
     """A square block of integer rows embedded in a program's output. Rows may carry a
     leading label ('3:' or 'rank 3:'). With several candidate blocks, the one after a line
     mentioning amfch is taken; otherwise the choice would be a guess and is refused."""
-    lines = _read_text(path).splitlines()
+    lines = _read_text(path, lenient=True).splitlines()
     blocks, start, width = [], None, None
     marks = [i for i, ln in enumerate(lines) if "amfch" in ln.lower()]
 
@@ -251,7 +273,7 @@ def _read_amfch(path: Path) -> Traffic:
         marked = [blk for k, blk in enumerate(blocks)
                   if any((blocks[k - 1][1] if k else 0) <= mk < blk[0] for mk in marks)]
         if not marked:
-            where = ", ".join(f"lines {a + 1}-{b}" for a, b in blocks)
+            where = ", ".join(f"lines {a + 1}-{b}" for a, b in blocks[:5]) + (", ..." if len(blocks) > 5 else "")
             raise UserError(f"{path}: {len(blocks)} square integer matrices found ({where}) and none follows an "
                             "amfch_statistics header; cut the log to the one to use")
         chosen = marked[-1]
@@ -259,11 +281,14 @@ def _read_amfch(path: Path) -> Traffic:
             notes.append(f"{len(marked)} amfch matrices in the log; the last one is used")
     marker_line = max((mk for mk in marks if mk < chosen[0]), default=None)
     a, b = chosen
-    vals = np.array([[int(x) for x in _INT_ROW.match(lines[i]).group(1).split()] for i in range(a, b)], dtype=np.float64)
+    validate.rank_count(b - a, str(path))
+    vals = np.array([[validate.traffic_bytes(int(x) * WORD, f"{path}:{i + 1}", f"column {j + 1} (x 8 bytes)")
+                      for j, x in enumerate(_INT_ROW.match(lines[i]).group(1).split())] for i in range(a, b)],
+                    dtype=np.float64)
     notes.insert(0, f"amfch matrix at lines {a + 1}-{b}" +
                  (f" (after line {marker_line + 1})" if marker_line is not None else ""))
     notes.append("64-bit words x 8 = bytes")
-    return Traffic(bytes=sp.csr_matrix(vals * WORD), source=str(path), format="amfch", notes=notes)
+    return Traffic(bytes=sp.csr_matrix(vals), source=str(path), format="amfch", notes=notes)
 
 
 def _read_ompi(path: Path) -> Traffic:
@@ -272,8 +297,8 @@ def _read_ompi(path: Path) -> Traffic:
         prefix = prefix.with_name(re.sub(r"\.\d+$", "", prefix.name))
     else:
         prefix = path
-    files = sorted(prefix.parent.glob(prefix.name + ".*.prof"))
-    files = [f for f in files if re.fullmatch(re.escape(prefix.name) + r"\.\d+\.prof", f.name)]
+    files = sorted(prefix.parent.glob(glob.escape(prefix.name) + ".*.prof")) if prefix.parent.is_dir() else []
+    files = [f for f in files if f.is_file() and re.fullmatch(re.escape(prefix.name) + r"\.\d+\.prof", f.name)]
     if not files:
         raise UserError(f"{path}: no Open MPI monitoring files {prefix.name}.<rank>.prof")
     src, dst, val, cnt = [], [], [], []
@@ -282,44 +307,89 @@ def _read_ompi(path: Path) -> Traffic:
             fields = ln.split("\t")
             if fields[0] not in ("E", "I"):
                 continue
-            try:
-                s, d = int(fields[1]), int(fields[2])
-                b = int(fields[3].split()[0])
-                c = int(fields[4].split()[0])
-            except (IndexError, ValueError):
-                raise UserError(f"{f}:{lineno}: malformed monitoring line") from None
-            src.append(s), dst.append(d), val.append(b), cnt.append(c)
+            where = f"{f}:{lineno}"
+            if len(fields) < 5 or not fields[3].split() or not fields[4].split():
+                raise UserError(f"{where}: malformed monitoring line (expected 'E|I<TAB>src<TAB>dst<TAB>N bytes"
+                                "<TAB>N msgs sent')")
+            src.append(validate.rank(fields[1], where, "source rank"))
+            dst.append(validate.rank(fields[2], where, "destination rank"))
+            val.append(validate.traffic_bytes(fields[3].split()[0], where, "bytes"))
+            cnt.append(validate.integer(fields[4].split()[0], where, "messages", 0, 2 ** 63 - 1))
     if not src:
         raise UserError(f"{prefix}.*.prof: no point-to-point lines (was pml_monitoring_enable set?)")
     n = max(len(files), max(src) + 1, max(dst) + 1)
+    validate.rank_count(n, str(prefix))
     m = sp.coo_matrix((np.array(val, float), (src, dst)), shape=(n, n)).tocsr()
     msgs = sp.coo_matrix((np.array(cnt), (src, dst)), shape=(n, n)).tocsr()
     return Traffic(bytes=m, msgs=msgs, source=str(prefix), format="ompi",
                    notes=["Open MPI monitoring: user point-to-point (E) and what collectives sent (I)"])
 
 
+def _checked(m, path: Path):
+    """A matrix a library read, before anything converts it: its shape within the limits,
+    its values real numbers (no complex, text or object arrays)."""
+    shape = getattr(m, "shape", ())
+    if len(shape) != 2:
+        raise UserError(f"{path}: expected a 2-D matrix, found {len(shape)} dimension(s)")
+    if shape[0] != shape[1]:
+        raise UserError(f"{path}: the traffic matrix must be square, got {shape[0]} x {shape[1]}")
+    validate.rank_count(int(shape[0]), str(path))
+    kind = np.dtype(m.dtype).kind
+    if kind == "c":
+        raise UserError(f"{path}: complex values; traffic is a real number of bytes")
+    if kind not in "biuf":
+        raise UserError(f"{path}: values of type {m.dtype}, not numbers")
+    return sp.csr_matrix(m, dtype=np.float64)
+
+
 def _read_mtx(path: Path) -> Traffic:
+    # the header first: a dense or huge declared size is refused before scipy allocates it
+    head = _read_text(path, lenient=True)
+    lines = [ln for ln in head.splitlines()[:10000] if ln.strip() and not ln.startswith("%")]
+    banner = head.splitlines()[0].lower() if head.strip() else ""
+    if not banner.startswith("%%matrixmarket"):
+        raise UserError(f"{path}: not a MatrixMarket file (no %%MatrixMarket banner)")
+    if lines:
+        dims = lines[0].split()
+        try:
+            sizes = [int(x) for x in dims]
+        except ValueError:
+            raise UserError(f"{path}: bad MatrixMarket size line {lines[0]!r}") from None
+        if len(sizes) >= 2:
+            validate.rank_count(max(sizes[0], sizes[1]), str(path))
+            if "array" in banner and sizes[0] * sizes[1] > 1 << 28:
+                raise UserError(f"{path}: a dense {sizes[0]} x {sizes[1]} matrix is too large; use the coordinate "
+                                "format")
     try:
         m = scipy.io.mmread(str(path))
-    except (ValueError, OSError, IndexError) as e:
-        raise UserError(f"{path}: not a readable MatrixMarket file ({e})") from None
-    return Traffic(bytes=sp.csr_matrix(m), source=str(path), format="mtx")
+    except (ValueError, OSError, IndexError, TypeError, OverflowError, EOFError) as e:
+        raise UserError(f"{path}: not a readable MatrixMarket file ({validate.one_line(e)})") from None
+    return Traffic(bytes=_checked(m, path), source=str(path), format="mtx")
 
 
 def _read_npz(path: Path) -> Traffic:
     try:
-        return Traffic(bytes=sp.load_npz(str(path)).tocsr(), source=str(path), format="npz")
-    except (ValueError, KeyError, OSError):
-        pass
-    try:
-        with np.load(str(path)) as z:
-            arrays = [z[k] for k in z.files]
-    except (ValueError, OSError) as e:
-        raise UserError(f"{path}: not a readable .npz file ({e})") from None
+        with np.load(str(path), allow_pickle=False) as z:
+            names = list(z.files)
+            if {"format", "shape", "data"} <= set(names):      # scipy.sparse.save_npz
+                shape = tuple(int(x) for x in z["shape"])
+                if len(shape) == 2:
+                    validate.rank_count(max(shape), str(path))
+                try:
+                    m = sp.load_npz(str(path))
+                except (ValueError, KeyError, OSError, TypeError, IndexError) as e:
+                    raise UserError(f"{path}: not a readable scipy.sparse .npz file ({validate.one_line(e)})") \
+                        from None
+                return Traffic(bytes=_checked(m, path), source=str(path), format="npz")
+            arrays = [z[k] for k in names]
+    except UserError:
+        raise
+    except (ValueError, OSError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
+        raise UserError(f"{path}: not a readable .npz file ({validate.one_line(e)})") from None
     squares = [a for a in arrays if a.ndim == 2]
     if len(squares) != 1:
         raise UserError(f"{path}: expected one 2-D array (or a scipy.sparse matrix), found {len(squares)}")
-    return Traffic(bytes=sp.csr_matrix(squares[0]), source=str(path), format="npz")
+    return Traffic(bytes=_checked(squares[0], path), source=str(path), format="npz")
 
 
 def _read_metis(path: Path) -> Traffic:
@@ -327,12 +397,15 @@ def _read_metis(path: Path) -> Traffic:
     if not lines:
         raise UserError(f"{path}: empty METIS graph file")
     head = lines[0][1].split()
-    try:
-        n, m = int(head[0]), int(head[1])
-        fmtcode = head[2] if len(head) > 2 else "000"
-        ncon = int(head[3]) if len(head) > 3 else 1
-    except (ValueError, IndexError):
-        raise UserError(f"{path}:{lines[0][0]}: bad METIS header {lines[0][1]!r} (expected 'n m [fmt [ncon]]')") from None
+    where0 = f"{path}:{lines[0][0]}"
+    if not 2 <= len(head) <= 4:
+        raise UserError(f"{where0}: bad METIS header {lines[0][1][:60]!r} (expected 'n m [fmt [ncon]]')")
+    n = validate.integer(head[0], where0, "vertex count", 1, validate.MAX_RANKS, float_form=False)
+    m = validate.integer(head[1], where0, "edge count", 0, float_form=False)
+    fmtcode = head[2] if len(head) > 2 else "000"
+    ncon = validate.integer(head[3], where0, "ncon", 1, 1000, float_form=False) if len(head) > 3 else 1
+    if not re.fullmatch(r"[01]{1,3}", fmtcode):
+        raise UserError(f"{where0}: METIS fmt {fmtcode!r} must be up to three 0/1 digits")
     fmtcode = fmtcode.zfill(3)
     has_vsize, has_vw, has_ew = fmtcode[0] == "1", fmtcode[1] == "1", fmtcode[2] == "1"
     body = lines[1:]
@@ -342,19 +415,18 @@ def _read_metis(path: Path) -> Traffic:
         raise UserError(f"{path}: header says {n} vertices, the file has {len(body)} vertex lines")
     rows, cols, vals = [], [], []
     for v, (lineno, ln) in enumerate(body):
+        where = f"{path}:{lineno}"
         toks = ln.split()
         skip = (1 if has_vsize else 0) + (ncon if has_vw else 0)
+        if len(toks) < skip:
+            raise UserError(f"{where}: expected {skip} vertex size/weight field(s) first")
         toks = toks[skip:]
         step = 2 if has_ew else 1
         if len(toks) % step:
-            raise UserError(f"{path}:{lineno}: odd number of fields for (neighbour, weight) pairs")
+            raise UserError(f"{where}: odd number of fields for (neighbour, weight) pairs")
         for j in range(0, len(toks), step):
-            u = _parse_int(toks[j], f"{path}:{lineno}") - 1
-            w = _parse_int(toks[j + 1], f"{path}:{lineno}") if has_ew else 1
-            if not 0 <= u < n:
-                raise UserError(f"{path}:{lineno}: neighbour {u + 1} outside 1..{n}")
-            if w < 0:
-                raise UserError(f"{path}:{lineno}: negative edge weight")
+            u = validate.integer(toks[j], where, "neighbour", 1, n, float_form=False) - 1
+            w = validate.integer(toks[j + 1], where, "edge weight", 0, float_form=False) if has_ew else 1
             rows.append(v), cols.append(u), vals.append(w)
     W = sp.coo_matrix((np.array(vals, float), (rows, cols)), shape=(n, n)).tocsr()
     if W.nnz != 2 * m:
@@ -366,8 +438,13 @@ def _read_metis(path: Path) -> Traffic:
 
 # --------------------------------------------------------------------------- writers
 
-def write(traffic: Traffic, path: Path, fmt: str = "auto", units: str = "bytes") -> str:
-    """Write traffic; returns the format used. METIS graphs hold W = M + M^T, diagonal dropped."""
+def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> str:
+    """Write traffic (through a temporary file renamed into place); returns the format used.
+    METIS graphs hold W = M + M^T, diagonal dropped. `path`: a checked output
+    (rankmap.profiler.outputs.Target) or a path, replaced if it exists."""
+    from rankmap.profiler import outputs
+    target = path if isinstance(path, outputs.Target) else outputs.target_file(path, "DST", force=True)
+    path = target.path
     if fmt == "auto":
         fmt = {".graph": "metis", ".metis": "metis", ".txt": "metis", ".mtx": "mtx", ".csv": "csv",
                ".npz": "npz", ".dat": "treematch"}.get(path.suffix.lower())
@@ -375,34 +452,36 @@ def write(traffic: Traffic, path: Path, fmt: str = "auto", units: str = "bytes")
             raise UserError(f"{path}: cannot tell the output format from the extension; pass --to "
                             f"({', '.join(WRITE_FORMATS)})")
     if fmt not in WRITE_FORMATS:
-        raise UserError(f"unknown output format {fmt!r}; choose one of: {', '.join(WRITE_FORMATS)}")
+        raise UserError(f"--to {fmt!r}: unknown output format; choose one of: {', '.join(WRITE_FORMATS)}")
     if units not in ("bytes", "words"):
         raise UserError("units must be bytes or words")
     scale = 1.0 / WORD if units == "words" else 1.0
     m = traffic.bytes.tocsr()
-    tmp = path.with_name(path.name + ".tmp")
-    if fmt == "metis":
-        write_metis(symmetric(m), tmp, scale, f"rankmap: {units} exchanged in both directions, from {traffic.source}")
-    elif fmt == "mtx":
-        with open(tmp, "wb") as f:
-            scipy.io.mmwrite(f, (m * scale).tocoo(), comment=f"rankmap traffic ({units}) from {traffic.source}")
-    elif fmt == "csv":
-        c = m.tocoo()
-        with open(tmp, "w") as f:
-            f.write("src,dst,bytes\n" if units == "bytes" else "src,dst,words\n")
-            for i, j, v in zip(c.row, c.col, c.data):
-                f.write(f"{i},{j},{_fmt_num(v * scale)}\n")
-    elif fmt == "npz":
-        with open(tmp, "wb") as f:
-            sp.save_npz(f, m * scale)
-    elif fmt == "treematch":
-        if m.shape[0] > 4096:
-            raise UserError(f"a dense {m.shape[0]} x {m.shape[0]} matrix is too large for the TreeMatch format")
-        dense = (m * scale).toarray()
-        with open(tmp, "w") as f:
-            for row in dense:
-                f.write(" ".join(_fmt_num(v) for v in row) + "\n")
-    os.replace(tmp, path)
+    if fmt == "treematch" and m.shape[0] > 4096:
+        raise UserError(f"{path}: a dense {m.shape[0]} x {m.shape[0]} matrix is too large for the TreeMatch format")
+
+    def fill(tmp: Path) -> None:
+        if fmt == "metis":
+            write_metis(symmetric(m), tmp, scale, f"rankmap: {units} exchanged in both directions, from "
+                                                  f"{traffic.source}")
+        elif fmt == "mtx":
+            with open(tmp, "wb") as f:
+                scipy.io.mmwrite(f, (m * scale).tocoo(), comment=f"rankmap traffic ({units}) from {traffic.source}")
+        elif fmt == "csv":
+            c = m.tocoo()
+            with open(tmp, "w") as f:
+                f.write("src,dst,bytes\n" if units == "bytes" else "src,dst,words\n")
+                for i, j, v in zip(c.row, c.col, c.data):
+                    f.write(f"{i},{j},{_fmt_num(v * scale)}\n")
+        elif fmt == "npz":
+            with open(tmp, "wb") as f:
+                sp.save_npz(f, m * scale)
+        elif fmt == "treematch":
+            dense = (m * scale).toarray()
+            with open(tmp, "w") as f:
+                for row in dense:
+                    f.write(" ".join(_fmt_num(v) for v in row) + "\n")
+    outputs.write_file(target, fill)
     return fmt
 
 

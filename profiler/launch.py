@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from profiler import native
-from profiler.errors import UserError
+from rankmap.profiler import native
+from rankmap.profiler.errors import UserError
 
 LAUNCHERS = ("openmpi", "mpich", "srun", "env")
 
@@ -96,17 +96,13 @@ def _with_env(argv: list[str], kind: str, env: dict[str, str], impl_for_srun: st
     return head + opts + tail
 
 
-def new_run_dir(out: str | None) -> Path:
+def new_run_dir(out: str | None, option: str = "--out") -> Path:
+    """The run directory: new, or an existing empty one (an earlier run is never overwritten);
+    never the current directory or one of its parents (rankmap.profiler.outputs)."""
+    from rankmap.profiler import outputs
     if out is None:
         out = "rankmap-profile-" + datetime.now().strftime("%Y%m%d-%H%M%S")
-    d = Path(out).absolute()
-    if d.exists() and (not d.is_dir() or any(d.iterdir())):
-        raise UserError(f"{d} already exists and is not empty; choose another --out (an earlier run is never overwritten)")
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"cannot create {d}: {e.strerror}") from None
-    return d
+    return outputs.new_dir(out, option, "profile")
 
 
 def run_profile(command: list[str], out: str | None = None, launcher: str | None = None, mpi: str | None = None,
@@ -148,7 +144,12 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
         record["timed_out"] = True
     seconds = time.monotonic() - t0
     record.update(exit_code=code, seconds=round(seconds, 3), finished=datetime.now().isoformat(timespec="seconds"))
-    _write_json(directory / "run.json", record)
+    try:
+        _write_json(directory / "run.json", record)
+    except UserError:
+        raise UserError(f"{directory}: the run ended (exit {code}) but its record (run.json) could not be completed "
+                        "(no space, or no permission, on that file system): the profile is incomplete; free space, "
+                        "or profile to another --out, and run again") from None
     if record.get("error"):
         raise UserError(record["error"])
     return ProfileRun(directory=directory, exit_code=code, seconds=seconds, launcher=kind, mpi=impl)
@@ -185,6 +186,12 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
+    from rankmap.profiler import outputs
+    with outputs.io_errors(path):
+        tmp = path.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(obj, indent=2) + "\n")
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise

@@ -11,7 +11,7 @@ import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
-from profiler.errors import UserError
+from rankmap.profiler.errors import UserError
 
 MPI_NAMES = ("openmpi", "mpich")
 

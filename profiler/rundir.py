@@ -5,7 +5,10 @@ each rank wins. Point-to-point traffic becomes a scipy.sparse CSR matrix (rows =
 sources, columns = destinations, world ranks), never a dense P x P array."""
 from __future__ import annotations
 
+import gc
 import json
+import re
+import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,25 +16,42 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from profiler.errors import UserError
+from rankmap.profiler import runfile, validate
+from rankmap.profiler.errors import UserError
 
-MAGIC = b"RMPROF\x00\x01"
-HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("header_size", "<u4"), ("payload_size", "<u8"),
-                   ("crc", "<u4"), ("rank", "<u4"), ("size", "<u4"), ("status", "<u4"), ("detail", "<i4"),
-                   ("seq", "<u4"), ("pid", "<u4"), ("nsections", "<u4"), ("reserved", "<u8")])
-SECTION = np.dtype([("type", "<u4"), ("item", "<u4"), ("size", "<u8")])
-P2P = np.dtype([("src", "<u4"), ("dst", "<u4"), ("bytes", "<u8"), ("msgs", "<u8")])
-COLL = np.dtype([("group", "<u4"), ("op", "<u2"), ("bucket", "<u2"), ("root", "<i4"), ("pad", "<u4"),
-                 ("calls", "<u8"), ("bytes", "<u8")])
-END = np.dtype([("t_start", "<u8"), ("t_end", "<u8"), ("cpu_end", "<i4"), ("numa_end", "<i4"),
-                ("unattr_bytes", "<u8"), ("unattr_msgs", "<u8"), ("inter_coll", "<u8"),
-                ("aff_words", "<u4"), ("pad", "<u4")])
-SEC_META, SEC_END, SEC_P2P, SEC_GROUPS, SEC_COLL = 1, 2, 3, 4, 5
+MAGIC = runfile.MAGIC
+HEADER = runfile.dtype("rmp_block_header")
+SECTION = runfile.dtype("rmp_section_header")
+P2P = runfile.dtype("rmp_p2p_row")
+COLL = runfile.dtype("rmp_coll_row")
+END = runfile.dtype("rmp_end_fixed")
+SEC_META, SEC_END, SEC_P2P, SEC_GROUPS, SEC_COLL = (runfile.SECTIONS[k] for k in ("META", "END", "P2P", "GROUPS",
+                                                                                   "COLL"))
+STATUS = {code: name for code, name in runfile.STATUS.values()}
 
-STATUS = {1: "running", 2: "finalized", 3: "aborted", 4: "exit-without-finalize", 5: "signal"}
-OPS = {1: "barrier", 2: "bcast", 3: "reduce", 4: "allreduce", 5: "scan", 6: "exscan", 7: "gather",
-       8: "scatter", 9: "allgather", 10: "allgatherv", 11: "alltoall", 12: "reduce_scatter",
-       13: "reduce_scatter_block"}
+
+def _unpacker(dt: np.dtype) -> struct.Struct:
+    """A struct.Struct reading one record of a runfile dtype: at 10^5 ranks, numpy record
+    scalars (one per block header and section header) cost more than the reading itself."""
+    codes = {"S8": "8s", "<u2": "H", "<u4": "I", "<i4": "i", "<u8": "Q"}
+    st = struct.Struct("<" + "".join(codes[dt.fields[n][0].str.replace("|", "")] for n in dt.names))
+    assert st.size == dt.itemsize
+    return st
+
+
+_HDR, _SEC, _END = _unpacker(HEADER), _unpacker(SECTION), _unpacker(END)
+assert HEADER.itemsize == 64 and SECTION.itemsize == 16
+
+
+class _Rec(dict):
+    """One header as {field: int}, read with struct (h["pid"] as with a numpy record)."""
+
+    @classmethod
+    def read(cls, st: struct.Struct, names, data, off: int) -> "_Rec":
+        return cls(zip(names, st.unpack_from(data, off)))
+
+
+OPS = dict(enumerate(runfile.OPS, 1))
 
 
 @dataclass
@@ -149,6 +169,9 @@ def _mask_to_list(words: np.ndarray) -> str:
     return _ranges(cpus)
 
 
+_RUN_ID = re.compile(r"^[A-Za-z0-9_.:+-]{1,200}$")
+
+
 def find_run_file(path: Path) -> tuple[Path, dict]:
     if not path.exists():
         raise UserError(f"{path}: no such run directory")
@@ -157,22 +180,28 @@ def find_run_file(path: Path) -> tuple[Path, dict]:
     run = {}
     run_json = path / "run.json"
     if run_json.exists():
-        try:
-            run = json.loads(run_json.read_text())
-        except ValueError as e:
-            raise UserError(f"{run_json}: corrupt ({e})") from None
-    files = sorted(path.glob("ranks.*.rmp"))
+        run = validate.json_object(validate.read_json(run_json, "run record (run.json)"), str(run_json))
+        rid = run.get("run_id")
+        if rid is not None and (not isinstance(rid, str) or not _RUN_ID.match(rid) or rid.startswith(".")):
+            raise UserError(f"{run_json}: run_id {validate.show(rid)} is not a run id (letters, digits, . _ : + -)")
+        if not isinstance(run.get("command", []), list):
+            run["command"] = [str(run["command"])]
+        for k in ("seconds", "exit_code"):
+            v = run.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v != v):
+                raise UserError(f"{run_json}: {k} {validate.show(v)} is not a number; the file is damaged")
+    files = sorted(f for f in path.glob("ranks.*.rmp"))
     if run.get("run_id"):
         want = path / f"ranks.{run['run_id']}.rmp"
         if not want.exists():
-            cmd = " ".join(run.get("command", [])) or "the program"
+            cmd = " ".join(map(str, run.get("command", []))) or "the program"
             raise UserError(f"{path}: no rank wrote profile data (the run of `{cmd}` exited with "
                             f"{run.get('exit_code', '?')}); was it an MPI program started by the launcher?")
         return want, run
     if not files:
         raise UserError(f"{path}: no profile data (no ranks.*.rmp file); was the profiler preloaded?")
     if len(files) > 1:
-        raise UserError(f"{path}: holds {len(files)} runs ({', '.join(f.name for f in files)}); "
+        raise UserError(f"{path}: holds {len(files)} runs ({', '.join(f.name for f in files[:4])}); "
                         "move each into its own directory")
     return files[0], run
 
@@ -180,9 +209,20 @@ def find_run_file(path: Path) -> tuple[Path, dict]:
 def read_run(path: str | Path) -> Profile:
     """Read and validate a run directory. Partial runs are returned with their reasons
     (Profile.complete is False); corrupt or inconsistent data raises UserError."""
-    path = Path(path)
+    # a few small objects per rank and nothing cyclic: the collector's passes over them
+    # would cost a quarter of the time at 10^5 ranks
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_run(Path(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_run(path: Path) -> Profile:
     fpath, run = find_run_file(path)
-    data = fpath.read_bytes()
+    data = validate.read_bytes(fpath, "profiler run file (ranks.*.rmp)")
     if not data:
         raise UserError(f"{fpath}: empty; no rank finished writing its data")
     problems: list[str] = []
@@ -190,6 +230,7 @@ def read_run(path: str | Path) -> Profile:
     size = None
     off = 0
     n = len(data)
+    view = memoryview(data)
     while off < n:
         if data[off:off + 8] != MAGIC:
             nxt = data.find(MAGIC, off + 1)
@@ -202,21 +243,31 @@ def read_run(path: str | Path) -> Profile:
         if off + HEADER.itemsize > n:
             problems.append(f"{fpath.name}: truncated block header at offset {off}")
             break
-        h = np.frombuffer(data, HEADER, 1, off)[0]
-        end = off + int(h["header_size"]) + int(h["payload_size"])
-        if h["version"] != 1 or h["header_size"] != HEADER.itemsize:
+        h = _Rec.read(_HDR, HEADER.names, data, off)
+        if h["version"] != runfile.VERSION:
             raise UserError(f"{fpath}: block at offset {off} has format version {int(h['version'])}; "
-                            "this rankmap reads version 1")
+                            f"this rankmap reads version {runfile.VERSION}")
+        if h["header_size"] != HEADER.itemsize:
+            problems.append(f"{fpath.name}: block at offset {off} has a header of {int(h['header_size'])} bytes, "
+                            f"not {HEADER.itemsize}: skipped")
+            nxt = data.find(MAGIC, off + 1)
+            if nxt < 0:
+                break
+            off = nxt
+            continue
+        end = off + int(h["header_size"]) + int(h["payload_size"])
         if end > n:
             problems.append(f"{fpath.name}: block of rank {int(h['rank'])} at offset {off} is truncated "
                             "(the process died while writing it)")
             break
-        payload = data[off + HEADER.itemsize:end]
-        if zlib.crc32(payload) != int(h["crc"]):
+        if zlib.crc32(view[off + HEADER.itemsize:end]) != int(h["crc"]):
             problems.append(f"{fpath.name}: block of rank {int(h['rank'])} at offset {off} fails its checksum")
             off = end
             continue
         rank, seq = int(h["rank"]), int(h["seq"])
+        if not 1 <= int(h["size"]) <= validate.MAX_RANKS:
+            raise UserError(f"{fpath}: block of rank {rank} at offset {off} says the run has {int(h['size'])} "
+                            f"processes (possible: 1..{validate.MAX_RANKS}); the file is damaged")
         if size is None:
             size = int(h["size"])
         elif size != int(h["size"]):
@@ -238,27 +289,40 @@ def read_run(path: str | Path) -> Profile:
         raise UserError(f"{fpath}: no readable block" + (f" ({problems[0]})" if problems else ""))
 
     ranks: list = [None] * size
-    srcs, dsts, byts, msgs = [], [], [], []
+    p2p: list[np.ndarray] = []
+    p2p_rank: list[int] = []
+    masks: dict[bytes, str] = {}      # most ranks share their affinity mask: its text once
     collectives: list[Collective] = []
     group_cache: dict[bytes, np.ndarray] = {}
     identity = None
     for rank, (seq, h, boff) in sorted(newest.items()):
-        secs = _sections(data, boff, h, fpath)
-        meta = json.loads(secs[SEC_META].decode("utf-8", "replace"))
-        e = np.frombuffer(secs[SEC_END], END, 1, 0)[0]
-        words = np.frombuffer(secs[SEC_END], "<u8", int(e["aff_words"]), END.itemsize)
+        secs = _sections(view, boff, h, fpath)
+        where = f"{fpath}: block of rank {rank} at offset {boff}"
+        meta = _meta(bytes(secs[SEC_META]), where)
+        if len(secs[SEC_END]) < END.itemsize:
+            raise UserError(f"{where}: its END section has {len(secs[SEC_END])} bytes, fewer than {END.itemsize}")
+        e = _Rec.read(_END, END.names, secs[SEC_END], 0)
+        if END.itemsize + 8 * int(e["aff_words"]) > len(secs[SEC_END]):
+            raise UserError(f"{where}: its END section is shorter than its CPU mask ({int(e['aff_words'])} words)")
+        mask = bytes(secs[SEC_END][END.itemsize:END.itemsize + 8 * int(e["aff_words"])])
+        if mask not in masks:
+            masks[mask] = _mask_to_list(np.frombuffer(mask, "<u8"))
+        for sec, dt, name in ((SEC_P2P, P2P, "P2P"), (SEC_COLL, COLL, "COLL")):
+            if len(secs[sec]) % dt.itemsize:
+                raise UserError(f"{where}: its {name} section ({len(secs[sec])} bytes) is not whole "
+                                f"{dt.itemsize}-byte rows")
         ranks[rank] = RankRecord(
             rank=rank, status=STATUS.get(int(h["status"]), f"unknown({int(h['status'])})"),
             detail=int(h["detail"]), pid=int(h["pid"]), seq=seq, meta=meta,
-            cpu_end=int(e["cpu_end"]), numa_end=int(e["numa_end"]), affinity_end=_mask_to_list(words),
+            cpu_end=int(e["cpu_end"]), numa_end=int(e["numa_end"]), affinity_end=masks[mask],
             t_start_ns=int(e["t_start"]), t_end_ns=int(e["t_end"]),
             unattributed_bytes=int(e["unattr_bytes"]), unattributed_msgs=int(e["unattr_msgs"]),
             intercomm_collectives=int(e["inter_coll"]))
-        rows = np.frombuffer(secs[SEC_P2P], P2P)
-        if len(rows):
-            if rows["src"].max() >= size or rows["dst"].max() >= size:
-                raise UserError(f"{fpath}: rank {rank} reports traffic with a rank outside 0..{size - 1}")
-            srcs.append(rows["src"]), dsts.append(rows["dst"]), byts.append(rows["bytes"]), msgs.append(rows["msgs"])
+        if len(secs[SEC_P2P]):
+            p2p.append(np.frombuffer(secs[SEC_P2P], np.uint8))  # as bytes: one concatenation, checked below
+            p2p_rank.append(rank)
+        if not len(secs[SEC_GROUPS]) and not len(secs[SEC_COLL]):
+            continue                                          # most ranks record no collective
         groups = _groups(secs[SEC_GROUPS], size, fpath, rank)
         for g, members in groups.items():
             if members is None:
@@ -271,36 +335,48 @@ def read_run(path: str | Path) -> Profile:
             g = int(row["group"])
             if g not in groups:
                 raise UserError(f"{fpath}: rank {rank} has a collective on an undeclared communicator {g}")
+            if int(row["op"]) not in OPS:
+                raise UserError(f"{where}: a collective with unknown operation code {int(row['op'])}")
+            if not -1 <= int(row["root"]) < size:
+                raise UserError(f"{where}: a collective rooted at rank {int(row['root'])}, outside 0..{size - 1}")
             collectives.append(Collective(members=groups[g], op=OPS.get(int(row["op"]), f"op{int(row['op'])}"),
                                           root=int(row["root"]), bucket=int(row["bucket"]),
                                           calls=int(row["calls"]), bytes=int(row["bytes"])))
 
-    def mat(vals):
-        if not srcs:
+    rows = np.concatenate(p2p).view(P2P) if p2p else np.zeros(0, P2P)
+    if len(rows):
+        bad = (rows["src"] >= size) | (rows["dst"] >= size)
+        if bad.any():
+            owner = np.repeat(np.array(p2p_rank), [len(r) // P2P.itemsize for r in p2p])
+            raise UserError(f"{fpath}: rank {int(owner[np.argmax(bad)])} reports traffic with a rank outside "
+                            f"0..{size - 1}")
+    src, dst = rows["src"].astype(np.int64), rows["dst"].astype(np.int64)
+
+    def mat(field):
+        if not len(rows):
             return sp.csr_matrix((size, size), dtype=np.int64)
-        m = sp.coo_matrix((np.concatenate(vals).astype(np.int64),
-                           (np.concatenate(srcs).astype(np.int64), np.concatenate(dsts).astype(np.int64))),
-                          shape=(size, size))
+        m = sp.coo_matrix((rows[field].astype(np.int64), (src, dst)), shape=(size, size))
         return m.tocsr()  # duplicates (a send and a get between the same pair) add up
 
     return Profile(path=path, run_id=run.get("run_id") or fpath.name[len("ranks."):-len(".rmp")], size=size,
-                   bytes=mat(byts), msgs=mat(msgs), ranks=ranks, collectives=collectives,
+                   bytes=mat("bytes"), msgs=mat("msgs"), ranks=ranks, collectives=collectives,
                    problems=problems, run=run)
 
 
-def _sections(data: bytes, boff: int, h, fpath: Path) -> dict[int, bytes]:
-    secs: dict[int, bytes] = {}
-    off = boff + HEADER.itemsize
-    end = off + int(h["payload_size"])
-    for _ in range(int(h["nsections"])):
-        if off + SECTION.itemsize > end:
+def _sections(data: memoryview, boff: int, h, fpath: Path) -> dict[int, memoryview]:
+    """The sections of a block as memoryviews of the file's bytes (no copies)."""
+    secs: dict[int, memoryview] = {}
+    off = boff + 64
+    end = off + h["payload_size"]
+    unpack = _SEC.unpack_from
+    for _ in range(h["nsections"]):
+        if off + 16 > end:
             raise UserError(f"{fpath}: block of rank {int(h['rank'])} has a malformed section table")
-        s = np.frombuffer(data, SECTION, 1, off)[0]
-        size = int(s["size"])
-        start = off + SECTION.itemsize
+        s_type, _, size = unpack(data, off)
+        start = off + 16
         if start + size > end:
             raise UserError(f"{fpath}: block of rank {int(h['rank'])} has a section past its end")
-        secs[int(s["type"])] = data[start:start + size]
+        secs[s_type] = data[start:start + size]
         off = start + size + (-size % 8)
     for t in (SEC_META, SEC_END, SEC_P2P, SEC_GROUPS, SEC_COLL):
         if t not in secs:
@@ -308,11 +384,34 @@ def _sections(data: bytes, boff: int, h, fpath: Path) -> dict[int, bytes]:
     return secs
 
 
+_JSON = json.JSONDecoder(parse_constant=lambda c: None)   # one decoder for every rank's META
+
+
+def _meta(buf: bytes, where: str) -> dict:
+    """The META section: a JSON object; the fields the reader uses have their types."""
+    try:
+        meta = _JSON.decode(buf.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        raise UserError(f"{where}: its META section is not JSON; the file is damaged") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{where}: its META section is not a JSON object; the file is damaged")
+    for k in ("hostname", "affinity_init", "mpi_library", "processor_name"):
+        if k in meta and not isinstance(meta[k], str):
+            meta[k] = str(meta[k])
+    if "cpu_init" in meta and (isinstance(meta["cpu_init"], bool) or not isinstance(meta["cpu_init"], int)):
+        meta["cpu_init"] = -1
+    return meta
+
+
 def _groups(buf: bytes, size: int, fpath: Path, rank: int) -> dict:
     out: dict = {}
     off = 0
+    if len(buf) % 4:
+        raise UserError(f"{fpath}: rank {rank} has a malformed communicator table ({len(buf)} bytes)")
     a = np.frombuffer(buf, "<u4")
     while off < len(a):
+        if off + 4 > len(a):
+            raise UserError(f"{fpath}: rank {rank} has a truncated communicator table")
         gid, n, flags = int(a[off]), int(a[off + 1]), int(a[off + 2])
         off += 4
         if flags & 1:
@@ -322,6 +421,9 @@ def _groups(buf: bytes, size: int, fpath: Path, rank: int) -> dict:
         if len(members) != n:
             raise UserError(f"{fpath}: rank {rank} has a truncated communicator table")
         members[members == 0xFFFFFFFF] = -1
+        if len(members) and members.max() >= size:
+            raise UserError(f"{fpath}: rank {rank} has a communicator with rank {int(members.max())}, outside "
+                            f"0..{size - 1}")
         out[gid] = members
         off += n + (n & 1)
     return out

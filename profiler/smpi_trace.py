@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from profiler.errors import UserError
-from profiler.traffic import Traffic
+from rankmap.profiler import validate
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.traffic import Traffic
 
 # SimGrid 3.32 predefined datatype ids (src/smpi/mpi/smpi_datatype.cpp) -> size in bytes
 DATATYPE_SIZE = {
@@ -59,19 +60,17 @@ def rank_files(index: Path) -> list[Path]:
     next to the index (a trace directory that was moved still reads)."""
     if index.is_dir():
         index = index / "trace.ti"
-    try:
-        lines = [ln.strip() for ln in index.read_text().splitlines() if ln.strip()]
-    except OSError as e:
-        raise UserError(f"{index}: {e.strerror}") from None
+    lines = [ln.strip() for ln in validate.read_text(index, "SMPI trace index").splitlines() if ln.strip()]
     if not lines:
         raise UserError(f"{index}: empty trace index")
+    validate.rank_count(len(lines), str(index))
     out = []
     for ln in lines:
         p = Path(ln)
         cands = [p, index.parent / p, index.parent / p.parent.name / p.name]
         hit = next((c for c in cands if c.is_file()), None)
         if hit is None:
-            raise UserError(f"{index}: the rank file {ln} is missing")
+            raise UserError(f"{index}: the rank file {validate.one_line(ln)[:200]} is missing")
         out.append(hit)
 
     def rank_of(p: Path) -> int:
@@ -110,50 +109,65 @@ def _size(dt: bytes | None, unknown: list) -> int:
 
 
 def read_trace(path: Path, model: str = "auto") -> Traffic:
-    from profiler.collectives import expand, parse_model
-    from profiler.rundir import Collective
+    from rankmap.profiler.collectives import expand, parse_model
+    from rankmap.profiler.rundir import Collective
     files = rank_files(path)
     n = len(files)
     rows, cols, byts = [], [], []
     unknown: list = []
     starts = 0
     coll: dict = defaultdict(lambda: [0, 0])   # (op, root, bucket) -> [calls, bytes]
+    def line_of(text: bytes, pos: int) -> int:
+        return text.count(b"\n", 0, pos) + 1
+
+    def pair(f, text, m, dst, nbytes):
+        where = f"{f}:{line_of(text, m.start())}"
+        if not 0 <= dst < n:
+            raise UserError(f"{where}: a send to rank {dst} in a trace of {n} ranks")
+        if nbytes > validate.MAX_PAIR_BYTES:
+            raise UserError(f"{where}: {nbytes} bytes in one call is more than 2^64")
+        return where
+
     for r, f in enumerate(files):
-        try:
-            text = f.read_bytes()
-        except OSError as e:
-            raise UserError(f"{f}: {e.strerror}") from None
+        text = validate.read_bytes(f, "SMPI trace file")
         for m in _P2P.finditer(text):
             dst, cnt, dt = int(m.group(1)), int(m.group(3)), m.group(4)
-            rows.append(r), cols.append(dst), byts.append(cnt * _size(dt, unknown))
+            b = cnt * _size(dt, unknown)
+            pair(f, text, m, dst, b)
+            rows.append(r), cols.append(dst), byts.append(b)
         for m in _SENDRECV.finditer(text):
             cnt, dst, dt = int(m.group(1)), int(m.group(2)), m.group(5)
-            rows.append(r), cols.append(dst), byts.append(cnt * _size(dt, unknown))
+            b = cnt * _size(dt, unknown)
+            pair(f, text, m, dst, b)
+            rows.append(r), cols.append(dst), byts.append(b)
         starts += text.count(b" Start ")
         for m in _OTHER.finditer(text):
             op = m.group(1).decode()
             tok = m.group(2).split()
+            where = f"{f}:{line_of(text, m.start())}"
             try:
                 if op == "alltoallv":   # send_size, P send counts, recv_size, P recv counts, types
                     sc = [int(x) for x in tok[1:1 + n]]
                     size = _size(tok[2 + 2 * n] if len(tok) > 2 + 2 * n else None, unknown)
                     for dst, c in enumerate(sc):
+                        if c < 0 or c * size > validate.MAX_PAIR_BYTES:
+                            raise ValueError(c)
                         if c and dst != r:
                             rows.append(r), cols.append(dst), byts.append(c * size)
                     continue
                 if r != 0:          # every other collective: its table row comes from rank 0's file
                     continue
                 op_name, root, nbytes = _collective(op, tok, n, unknown)
+                if nbytes < 0 or nbytes > validate.MAX_PAIR_BYTES or (op_name is not None and not -1 <= root < n):
+                    raise ValueError(nbytes)
             except (ValueError, IndexError):
-                raise UserError(f"{f}: cannot read the {op} line {m.group(0)[:80].decode(errors='replace')!r}") \
-                    from None
+                raise UserError(f"{where}: cannot read the {op} line "
+                                f"{validate.one_line(m.group(0)[:80].decode(errors='replace'))!r}") from None
             if op_name is None:
                 continue
             key = (op_name, root, max(0, int(nbytes)).bit_length())
             coll[key][0] += 1
             coll[key][1] += int(nbytes)
-    if rows and (max(cols) >= n or min(cols) < 0):
-        raise UserError(f"{path}: a send to rank {max(cols)} in a trace of {n} ranks")
     B = sp.coo_matrix((np.asarray(byts, dtype=np.float64), (np.asarray(rows, dtype=np.int64),
                                                              np.asarray(cols, dtype=np.int64))), shape=(n, n)).tocsr()
     M = sp.coo_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),

@@ -5,8 +5,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from profiler.collectives import expand
-from profiler.rundir import Profile, _ranges
+from rankmap.profiler.collectives import expand
+from rankmap.profiler.rundir import Profile, _ranges
 
 
 def human_bytes(b: float) -> str:

@@ -1,14 +1,13 @@
-"""The traffic matrix every later stage reads: a directed sparse P x P matrix of bytes
+"""The traffic matrix every later stage reads (readers: rankmap.profiler.formats): a directed sparse P x P matrix of bytes
 (rows = senders), with where it came from and, for a profile, where each rank ran."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from profiler.errors import UserError
+from rankmap.profiler.errors import UserError
 
 
 @dataclass
@@ -24,6 +23,16 @@ class Traffic:
     def size(self) -> int:
         return self.bytes.shape[0]
 
+    def hosts(self) -> list[str] | None:
+        """The hosts the profiled run used, in order of first use (None without a placement)."""
+        if not self.placement:
+            return None
+        seen: dict[str, None] = {}
+        for h, _ in self.placement:
+            if h:
+                seen.setdefault(h, None)
+        return list(seen) or None
+
     def offdiag(self) -> sp.csr_matrix:
         m = self.bytes.tocsr(copy=True)
         m.setdiag(0)
@@ -32,26 +41,30 @@ class Traffic:
 
 
 def check_matrix(m: sp.spmatrix, where: str) -> sp.csr_matrix:
-    """Square, finite, non-negative, at least one rank: or one clear error."""
+    """Square, finite, non-negative, at most 2^64 bytes per pair, at least one rank: or one
+    clear error (naming the rank pair)."""
+    from rankmap.profiler import validate
+    shape = getattr(m, "shape", ())
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise UserError(f"{where}: the traffic matrix must be square, got {' x '.join(map(str, shape))}")
+    validate.rank_count(int(shape[0]), where)
+    if np.dtype(m.dtype).kind not in "biuf":
+        raise UserError(f"{where}: the traffic matrix holds {m.dtype} values, not numbers of bytes")
     m = sp.csr_matrix(m, dtype=np.float64)
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise UserError(f"{where}: the traffic matrix must be square, got {m.shape[0]} x {m.shape[1]}")
     if m.shape[0] == 0:
         raise UserError(f"{where}: empty traffic matrix (no ranks)")
-    if not np.all(np.isfinite(m.data)):
-        raise UserError(f"{where}: the traffic matrix holds NaN or infinite values")
-    if np.any(m.data < 0):
-        i = int(np.flatnonzero(m.data < 0)[0])
-        r = int(np.searchsorted(m.indptr, i, side="right") - 1)
-        raise UserError(f"{where}: negative traffic {m.data[i]:g} from rank {r} to rank {int(m.indices[i])}")
     m.sum_duplicates()
+
+    def pair(mask) -> str:
+        i = int(np.flatnonzero(mask)[0])
+        r = int(np.searchsorted(m.indptr, i, side="right") - 1)
+        return f"{m.data[i]:g} from rank {r} to rank {int(m.indices[i])}"
+    if not np.all(np.isfinite(m.data)):
+        raise UserError(f"{where}: the traffic matrix holds NaN or infinite values ({pair(~np.isfinite(m.data))})")
+    if np.any(m.data < 0):
+        raise UserError(f"{where}: negative traffic {pair(m.data < 0)}")
+    if np.any(m.data > validate.MAX_PAIR_BYTES):
+        raise UserError(f"{where}: traffic {pair(m.data > validate.MAX_PAIR_BYTES)} is more than 2^64 bytes "
+                        "(no real run sends that much)")
     m.eliminate_zeros()
     return m
-
-
-def load_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
-                 allow_partial: bool = False) -> Traffic:
-    """Read traffic from a profiler run directory or any supported foreign format
-    (profiler/formats.py). Collectives of a profile are expanded with `collectives`."""
-    from profiler import formats
-    return formats.read(Path(path), fmt, collectives, allow_partial)

@@ -7,8 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from mapper import hostnames
-from profiler.errors import UserError
+from rankmap.mapper import hostnames
+from rankmap.profiler.errors import UserError
 
 LOCALCLUSTER = Path(__file__).with_name("localcluster")
 
@@ -23,7 +23,12 @@ def need(tool: str) -> str:
 
 def query(args: list[str]) -> str:
     need(args[0])
-    res = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    try:
+        res = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"`{' '.join(args)}` did not answer within 60 s: is slurmctld up?") from None
+    except OSError as e:
+        raise UserError(f"`{' '.join(args)}` could not run: {e.strerror}") from None
     if res.returncode != 0:
         msg = (res.stderr.strip().splitlines() or [f"exit code {res.returncode}"])[-1]
         raise UserError(f"`{' '.join(args)}` failed: {msg}")
@@ -54,6 +59,22 @@ def node_info(hosts: list[str]) -> dict[str, dict]:
     if missing:
         raise UserError(f"Slurm does not know node {missing[0]}")
     return info
+
+
+def node_topologies(hosts: list[str]) -> list[str] | None:
+    """Node internals as Slurm describes them (Sockets, CoresPerSocket), as --node-topology
+    specs (`HOSTLIST=SPEC` for each kind when the nodes differ); None when Slurm is not
+    reachable or does not know every host."""
+    if shutil.which("scontrol") is None:
+        return None
+    try:
+        info = node_info(hosts)
+    except UserError:
+        return None
+    by: dict[str, list[str]] = {}
+    for h in hosts:
+        by.setdefault(f"pack:{info[h]['sockets']} core:{info[h]['cores']}", []).append(h)
+    return [next(iter(by))] if len(by) == 1 else [f"{hostnames.compress(hs)}={s}" for s, hs in by.items()]
 
 
 def node_states(hosts: list[str]) -> dict[str, str]:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from profiler import native
-from profiler.errors import UserError
-from slurm import cluster
-from slurm.workflow import run_workflow
+from rankmap.profiler import native
+from rankmap.profiler.errors import UserError
+from rankmap.slurm import cluster
+from rankmap.slurm.workflow import run_workflow
 
 RANKS, NODES = 8, 4
 WORKLOAD_ARGS = ["-s", "-n", "24", "-i", "20", "-r", "5"]
@@ -30,12 +30,17 @@ SIM_RANKS = 48
 SIM_ARGS = ["-n", "24", "-i", "20", "-r", "5", "-c", "1"]
 
 
-def local_cluster(base: Path, console: Console) -> dict:
-    """Bring up a private local cluster; returns its environment."""
-    env = dict(os.environ, RANKMAP_CLUSTER_DIR=str(base / "cluster"), RANKMAP_CLUSTER_NODES=str(NODES),
-               RANKMAP_CLUSTER_PORT=str(20000 + (os.getpid() % 500) * 10))
+def local_cluster(base: Path, console: Console, port: int | None = None) -> dict:
+    """Bring up a private local cluster; returns its environment. Its directory (configuration,
+    state, logs) is a private temporary one, not part of the demo's output, and its munge key
+    lives in another (slurm/localcluster): nothing secret reaches `base`."""
+    import tempfile
+    cdir = tempfile.mkdtemp(prefix="rankmap-demo-cluster-")
+    env = dict(os.environ, RANKMAP_CLUSTER_DIR=cdir, RANKMAP_CLUSTER_NODES=str(NODES),
+               RANKMAP_CLUSTER_PORT=str(port or 20000 + (os.getpid() % 500) * 10))
     res = subprocess.run([str(cluster.LOCALCLUSTER), "up"], env=env, capture_output=True, text=True)
     if res.returncode != 0:
+        subprocess.run([str(cluster.LOCALCLUSTER), "down"], env=env, capture_output=True)
         raise UserError("the local Slurm cluster did not come up: " +
                         (res.stderr.strip().splitlines() or ["?"])[-1])
     console.print(res.stdout.strip())
@@ -46,11 +51,18 @@ def local_cluster(base: Path, console: Console) -> dict:
     return env
 
 
+def stop_cluster(env: dict, console: Console) -> None:
+    """Stop the demo's cluster (its munge key goes with it) and remove its directory."""
+    import shutil
+    subprocess.run([str(cluster.LOCALCLUSTER), "down"], env=env, capture_output=True)
+    shutil.rmtree(env["RANKMAP_CLUSTER_DIR"], ignore_errors=True)
+    console.print("local Slurm cluster stopped")
+
+
 def run_demo(out: str | None, console: Console, parts: str = "both") -> int:
-    base = Path(out or "rankmap-demo-" + datetime.now().strftime("%Y%m%d-%H%M%S")).absolute()
-    if base.exists() and any(base.iterdir()):
-        raise UserError(f"{base} already exists and is not empty; choose another --out")
-    base.mkdir(parents=True, exist_ok=True)
+    from rankmap.profiler import outputs
+    base = outputs.new_dir(out if out is not None else "rankmap-demo-" + datetime.now().strftime("%Y%m%d-%H%M%S"),
+                           "--out", "demo")
     summary: dict = {}
     code = 0
     if parts in ("both", "slurm"):
@@ -78,8 +90,7 @@ def slurm_part(base: Path, console: Console, summary: dict) -> int:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        subprocess.run([str(cluster.LOCALCLUSTER), "down"], env=env, capture_output=True)
-        console.print("local Slurm cluster stopped")
+        stop_cluster(env, console)
     run_dir = base / "slurm-run"
     summary["slurm"] = {"exit_status": code, "ranks": RANKS, "nodes": NODES, "directory": str(run_dir)}
     rep = run_dir / "mapping" / "report.json"
@@ -93,9 +104,10 @@ def simulated_part(where: Path, console: Console) -> dict:
     """The two-pass workflow on the simulated Angara-K1, with every placement replayed."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mapper import options, platform as plat, writers
-    from profiler.traffic import load_traffic
-    from slurm import demo_report, simulated, smpi
+    from rankmap.mapper import spec as mspec, writers
+    from rankmap.slurm import platform as plat
+    from rankmap.profiler.formats import read_traffic
+    from rankmap.slurm import demo_report, simulated, smpi
     console.rule("[bold]rankmap demo: a simulated Angara-K1 (SimGrid SMPI)")
     smpi.require()
     p = plat.preset("angara-k1")
@@ -134,8 +146,8 @@ def simulated_part(where: Path, console: Console) -> dict:
                   f"{v.max_link_load:.4g}")
     console.print(t)
     console.print("communication = simulated time minus the same trace's time on a network that costs nothing")
-    traffic = load_traffic(trace, "smpi", "auto")
-    full = options.build(plat.machine_spec(p))
+    traffic = read_traffic(trace, "smpi", "auto")
+    full = mspec.build(plat.machine_spec(p))
     slots = {name: writers.read_mapping(where / "replays" / f"hostfile-{name}", full, SIM_RANKS) for name in hosts}
     figs = demo_report.figures(where / "figures", traffic, full, slots)
     figs = {k: [f"figures/{f}" for f in v] for k, v in figs.items()}

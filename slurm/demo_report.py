@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mapper import plots
-from mapper.metrics import link_loads
+from rankmap.mapper import plots
+from rankmap.mapper.metrics import link_loads
 
 
 def figures(where: Path, traffic, machine, slots: dict[str, np.ndarray]) -> dict[str, list[str]]:

@@ -22,11 +22,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from mapper import options, writers
-from mapper.network import Torus
-from profiler import native
-from profiler.errors import UserError
-from slurm import cluster, relaunch
+from rankmap.mapper import spec as mspec, writers
+from rankmap.slurm import nodes
+from rankmap.mapper.network import Torus
+from rankmap.profiler import native
+from rankmap.profiler.errors import UserError
+from rankmap.slurm import cluster, relaunch
 
 BIG = 4194304
 
@@ -56,8 +57,8 @@ def _placement(m) -> list[tuple[str, int]]:
 
 def run_probe(mopts: dict, out: str, mpi: str | None, reps: int, console: Console) -> dict:
     hosts = cluster.allocation_nodes() if cluster.in_allocation() and not mopts.get("nodes") else None
-    spec = options.spec_from_options(mopts, hosts)
-    m = options.build(spec)
+    spec = nodes.resolve(mopts, hosts)
+    m = mspec.build(spec)
     roles = _placement(m)
     if len(roles) < 2:
         raise UserError("the probe needs at least two cores")
@@ -66,7 +67,7 @@ def run_probe(mopts: dict, out: str, mpi: str | None, reps: int, console: Consol
     with tempfile.TemporaryDirectory(prefix="rankmap-probe-") as tmp:
         mapping = Path(tmp) / "placement"
         slots = np.array([s for _, s in roles], dtype=np.int64)
-        writers.write_mapping(mapping, slots, m, {"probe": True}, options.frozen_spec(spec, m))
+        writers.write_mapping(mapping, slots, m, {"probe": True}, mspec.frozen(spec, m))
         if cluster.in_allocation() or os.environ.get("SLURM_CONF") or _has_slurm():
             plan = relaunch.srun_plan(mapping, [str(exe), str(reps)], ["-K", "-t", "5"], mpi=mpi)
         else:
@@ -84,7 +85,9 @@ def run_probe(mopts: dict, out: str, mpi: str | None, reps: int, console: Consol
     result["hosts"] = [m.hosts[m.slot_node[s]] for _, s in roles]
     result["measured"] = datetime.now().isoformat(timespec="seconds")
     result["mpi"] = mpi
-    Path(out).write_text(json.dumps(result, indent=2) + "\n")
+    from rankmap.profiler import outputs
+    target = out if isinstance(out, outputs.Target) else outputs.target_file(out, "--out", True)
+    outputs.write_file(target, json.dumps(result, indent=2, allow_nan=False) + "\n")
     show(result, console)
     console.print(f"level costs written to {out} (use: rankmap map ... --level-costs @{out})")
     return result

@@ -10,17 +10,17 @@ mpirun (clusters without Slurm): Open MPI with the mapping's rankfile, MPICH Hyd
 machinefile plus rankmap-bind for the cores."""
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mapper import hostnames, hwtopo
-from profiler import native
-from profiler.errors import UserError
-from slurm import cluster
+from rankmap.mapper import hostnames, hwtopo, spec as mspec
+from rankmap.mapper.writers import read_placement
+from rankmap.profiler import native
+from rankmap.profiler.errors import UserError
+from rankmap.slurm import cluster
 
 
 @dataclass
@@ -55,19 +55,9 @@ def load_mapping(path: str | Path) -> Mapping:
     for name in ("hostfile", "binding.txt"):
         if not (p / name).exists():
             raise UserError(f"{p}: no {name}; not a complete mapping directory")
-    hosts = [h for h in (p / "hostfile").read_text().split() if h]
-    rows = [ln.split() for ln in (p / "binding.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    if len(rows) != len(hosts):
-        raise UserError(f"{p}: hostfile has {len(hosts)} ranks, binding.txt {len(rows)}")
-    cores = []
-    for r, row in enumerate(rows):
-        if len(row) < 3 or int(row[0]) != r or row[1] != hosts[r]:
-            raise UserError(f"{p}/binding.txt: line for rank {r} does not match the hostfile")
-        cores.append([int(c) for c in row[2].split(",")])
-    machine = {}
-    if (p / "machine.json").exists():
-        machine = json.loads((p / "machine.json").read_text())
-    return Mapping(path=p.absolute(), hosts=hosts, cores=cores, machine=machine)
+    pl = read_placement(p)
+    machine = mspec.load(p) if (p / "machine.json").exists() else {}
+    return Mapping(path=p.absolute(), hosts=pl.hosts, cores=pl.cores, machine=machine)
 
 
 def _local_layouts(m: Mapping) -> dict[str, list]:
@@ -150,7 +140,7 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
     cpus = None if force_wrapper else map_cpu_list(m)
     argv = ["srun", "-m", "arbitrary", "-n", str(m.ntasks)]
     if not any(a == "--mpi" or a.startswith("--mpi=") for a in srun_args or []):
-        from profiler.launch import program_mpi, srun_mpi_option
+        from rankmap.profiler.launch import program_mpi, srun_mpi_option
         argv.append(srun_mpi_option(mpi or program_mpi(["srun", *program]) or native.default_mpi()))
     if cpus is not None:
         argv.append("--cpu-bind=map_cpu:" + ",".join(map(str, cpus)))
@@ -174,7 +164,7 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
 def verify(mapping: str | Path, rundir: str | Path) -> list[dict]:
     """Where every rank of a relaunch really ran (from its profile: host and CPU affinity)
     against the mapping; one row per rank with ok = True when both match."""
-    from profiler.rundir import read_run
+    from rankmap.profiler.rundir import read_run
     m = load_mapping(mapping)
     prof = read_run(rundir)
     if prof.size != m.ntasks:
@@ -229,7 +219,7 @@ def mpirun_plan(mapping: str | Path, program: list[str], mpi: str | None = None,
 
 
 def execute(plan: Plan, timeout: float | None = None) -> tuple[int, float]:
-    from profiler.launch import run_command
+    from rankmap.profiler.launch import run_command
     env = dict(os.environ)
     env.update(plan.env)
     t0 = time.monotonic()

@@ -16,14 +16,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 
-from mapper import baselines, metrics, options, platform as plat, writers
-from mapper.mapping import run_map
-from mapper.predict import Network, predict
-from profiler.errors import UserError
-from profiler.traffic import load_traffic
-from slurm import smpi
+from rankmap.mapper import baselines, metrics, spec as mspec, writers
+from rankmap.slurm import platform as plat
+from rankmap.mapper.mapping import run_map
+from rankmap.mapper.predict import predict
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.formats import read_traffic
+from rankmap.slurm import smpi
 
 PLACEMENTS = ("block", "cyclic", "random", "rankmap-b", "rankmap-c")
 
@@ -52,7 +52,7 @@ def allocate(p: plat.Platform, platform_dir: Path, nranks: int, where: Path) -> 
 
 
 def _topologies(p: plat.Platform, nodes: list[str]) -> list[str]:
-    from mapper import hostnames
+    from rankmap.mapper import hostnames
     by: dict[str, list[str]] = {}
     for h in nodes:
         by.setdefault(plat.sim_spec(p, int(h[len(p.prefix):])), []).append(h)
@@ -67,7 +67,8 @@ def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, o
                which=PLACEMENTS, model: str = "auto", console=None) -> dict[str, list[str]]:
     """Hostfile lines of each placement (rankmap's mappings are written under out/)."""
     alloc = allocate(p, platform_dir, nranks, out)
-    m_alloc = options.build(json.loads(alloc.spec_path.read_text()))
+    m_alloc = mspec.build(mspec.load(alloc.spec_path))
+    traffic = read_traffic(trace, "smpi", model)
     res: dict[str, list[str]] = {}
     for name in which:
         if name == "block":
@@ -79,8 +80,7 @@ def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, o
         elif name in ("rankmap-b", "rankmap-c"):
             same = name == "rankmap-b"
             d = out / ("mapping-b" if same else "mapping-c")
-            run_map(str(trace), fmt="smpi", model=model, allow_partial=False,
-                    mopts={"machine_file": str(alloc.spec_path if same else platform_dir / "machine.json")},
+            run_map(traffic, mspec.load(alloc.spec_path if same else platform_dir / "machine.json"),
                     algorithm="metis", seed=seed, tries=3, time_limit=None, refine=True, fill="packed",
                     mode="same-allocation" if same else "whole-cluster", out=str(d), force=True, plots_on=False,
                     console=None, also_nodes=alloc.nodes)
@@ -116,9 +116,9 @@ def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[st
             model: str = "auto", advance=None) -> dict[str, Outcome]:
     """Replay the trace under each placement; metrics on rankmap's model of the platform."""
     nranks = len(next(iter(hosts_of.values())))
-    traffic = load_traffic(trace, "smpi", model)
-    full = options.build(plat.machine_spec(p))
-    net = Network.from_platform(p)
+    traffic = read_traffic(trace, "smpi", model)
+    full = mspec.build(plat.machine_spec(p))
+    net = p.network()
     out.mkdir(parents=True, exist_ok=True)
     first = None
     results = {}
@@ -151,10 +151,8 @@ def run_workflow(program: list[str], platform_dir: str, nranks: int | None, out:
     if not nranks or nranks < 1:
         raise UserError("--launcher smpi needs the number of ranks: -n N")
     p, pdir = plat.load(platform_dir)
-    out_dir = Path(out or time.strftime("rankmap-sim-%Y%m%d-%H%M%S"))
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise UserError(f"{out_dir} exists and is not empty; choose another --out")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from rankmap.profiler import outputs
+    out_dir = outputs.new_dir(out if out is not None else time.strftime("rankmap-sim-%Y%m%d-%H%M%S"), "--out", "run")
     say = console.print if console is not None else (lambda *a, **k: None)
     say(f"[bold]simulated cluster[/bold] {plat.describe(p)}")
     alloc = allocate(p, pdir, nranks, out_dir)
@@ -165,8 +163,8 @@ def run_workflow(program: list[str], platform_dir: str, nranks: int | None, out:
     (out_dir / "profile" / "stdout.txt").write_text(r1.stdout)
     ideal = smpi.replay(trace, p, pdir, hf1, nranks, ideal=True).seconds
     same = mode == "same-allocation"
-    mopts = {"machine_file": str(alloc.spec_path if same else pdir / "machine.json")}
-    rep = run_map(str(trace), fmt="smpi", model=model, allow_partial=False, mopts=mopts, algorithm="metis", seed=seed,
+    rep = run_map(read_traffic(trace, "smpi", model), mspec.load(alloc.spec_path if same else pdir / "machine.json"),
+                  algorithm="metis", seed=seed,
                   tries=3, time_limit=None, refine=True, fill="packed", mode=mode, out=str(out_dir / "mapping"),
                   force=False, plots_on=False, console=None, also_nodes=alloc.nodes)
     hf2 = out_dir / "mapping" / "hostfile"

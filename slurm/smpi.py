@@ -1,7 +1,7 @@
 """Running programs on a simulated cluster with SimGrid SMPI: direct execution (optionally
 recording a time-independent trace) and trace replay under any placement.
 
-The platform directory comes from `rankmap platform` (mapper/platform.py). Every run
+The platform directory comes from `rankmap platform` (slurm/platform.py). Every run
 switches off SMPI's network correction factors (they are calibrated for other machines and
 would multiply the latencies the platform describes) and cross-traffic, and runs the cores
 at the platform's speed; a hostfile (line i = host of rank i) is the placement. Direct
@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mapper.platform import Platform
-from profiler.errors import UserError
+from rankmap.slurm.platform import Platform
+from rankmap.profiler.errors import UserError
 
 SIMULATED = re.compile(r"Simulated time: ([0-9.eE+-]+) seconds")
 
@@ -126,14 +126,14 @@ def replay(trace: Path, p: Platform, platform_dir: Path, hostfile: Path, nranks:
            timeout: float | None = None, extra: list[str] = (), variant: str | None = None) -> SimResult:
     """Replay a time-independent trace under a placement (ideal: on the zero-cost network;
     variant: another platform file of the directory, e.g. platform-nocompute.xml)."""
-    from profiler.smpi_trace import rank_files
+    from rankmap.profiler.smpi_trace import rank_files
     files = rank_files(trace)
     if len(files) != nranks:
         raise UserError(f"{trace}: a trace of {len(files)} ranks cannot be replayed with {nranks}")
     tmp = tempfile.mkdtemp(prefix="rankmap-smpi-")
     # an index with absolute paths (the recorded ones may be relative to wherever smpirun ran),
     # and cleaned copies of the rank files that name MPI_PROC_NULL
-    from profiler.smpi_trace import without_proc_null
+    from rankmap.profiler.smpi_trace import without_proc_null
     lines = []
     for f in files:
         try:

@@ -10,8 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from profiler import native
-from profiler.errors import UserError
+from rankmap.profiler import native
+from rankmap.profiler.errors import UserError
 
 KERNELS = {
     "allreduce": ["ring", "ring1d", "recdbl"],
@@ -48,7 +48,7 @@ def time_smpi(op: str, sizes: list[int], p, platform_dir: Path, hostfile: Path, 
               extra: list[str] = (), iters: int = 1, overhead_us: float = OVERHEAD_US) -> dict[int, float]:
     """One side on the simulated cluster (local sums free, so one repetition is exact)."""
     extra = overhead_cfg(overhead_us) + list(extra)
-    from slurm import smpi
+    from rankmap.slurm import smpi
     exe = str(native.artifact("coll_bench", "smpi"))
     r = smpi.run([exe, "-o", op, "-l", ",".join(map(str, sizes)), "-i", str(iters), "-w", "1"], p, platform_dir,
                  hostfile, nranks, extra=list(extra), env=env)
@@ -86,11 +86,18 @@ def choose(times: dict[str, dict[int, float]], sizes: list[int], margin: float) 
     return rules
 
 
-def tune(ops: list[str], sizes: list[int], margin: float, out: Path, measure, say) -> dict:
-    """measure(op, env) -> {bytes: us}; writes the table and returns every timing."""
-    if out.exists() and out.is_dir():
-        raise UserError(f"{out} is a directory; give a file name for the table")
-    lines = [f"# rankmap collective tuning: a kernel where it is >= {margin:.0%} faster than the library",
+TABLE_HEAD = "# rankmap collective tuning"
+
+
+def tune(ops: list[str], sizes: list[int], margin: float, out, measure, say) -> dict:
+    """measure(op, env) -> {bytes: us}; writes the table (`out`: a path or a checked output,
+    rankmap.profiler.outputs.Target) and returns every timing."""
+    from rankmap.profiler import outputs
+    target = out if isinstance(out, outputs.Target) else outputs.target_file(out, "--out", True)
+    for op in ops:
+        if op not in KERNELS:
+            raise UserError(f"unknown operation {op!r}; choose among {', '.join(KERNELS)}")
+    lines = [f"{TABLE_HEAD}: a kernel where it is >= {margin:.0%} faster than the library",
              "# <operation> <from bytes> <kernel>"]
     everything = {}
     for op in ops:
@@ -105,5 +112,5 @@ def tune(ops: list[str], sizes: list[int], margin: float, out: Path, measure, sa
         lines += [f"{op} {b} {k}" for b, k in rules]
         everything[op] = {"times_us": times, "rules": rules}
         say(f"{op}: " + ", ".join(f"from {b} B {k}" for b, k in rules))
-    out.write_text("\n".join(lines) + "\n")
+    outputs.write_file(target, "\n".join(lines) + "\n")
     return everything

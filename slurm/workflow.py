@@ -18,19 +18,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from mapper.mapping import run_map
-from profiler.errors import UserError
-from profiler.launch import run_profile
-from profiler.rundir import read_run
-from slurm import cluster, relaunch
+from rankmap.mapper import spec as mspec
+from rankmap.mapper.mapping import run_map
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.formats import read_traffic
+from rankmap.profiler.launch import run_profile
+from rankmap.profiler.rundir import read_run
+from rankmap.slurm import cluster, relaunch
+from rankmap.slurm.nodes import resolve as resolve_machine
 
 
 def _new_dir(out: str | None) -> Path:
-    d = Path(out or "rankmap-run-" + datetime.now().strftime("%Y%m%d-%H%M%S")).absolute()
-    if d.exists() and any(d.iterdir()):
-        raise UserError(f"{d} already exists and is not empty; choose another --out")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    from rankmap.profiler import outputs
+    return outputs.new_dir(out if out is not None else "rankmap-run-" + datetime.now().strftime("%Y%m%d-%H%M%S"),
+                           "--out", "run")
 
 
 def _hosts_from_profile(prof) -> list[str]:
@@ -48,6 +49,8 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         raise UserError("give the program after --, e.g. rankmap run -n 8 -- ./app args")
     cluster.need("srun")
     inside = cluster.in_allocation()
+    if not inside:
+        cluster.query(["sinfo", "-h", "-o", "%N"])    # a cluster to talk to, before anything is written
     if inside and mode == "whole-cluster":
         raise UserError("mode whole-cluster requests a new allocation on the chosen nodes: run it outside "
                         "salloc/sbatch (or use mode same-allocation)")
@@ -56,11 +59,13 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         raise UserError("how many ranks? pass -n/--ntasks")
     base = _new_dir(out)
     record = {"app": app, "ntasks": ntasks, "mode": mode, "inside_allocation": inside,
-              "job": os.environ.get("SLURM_JOB_ID"), "passes": {}}
+              "job": os.environ.get("SLURM_JOB_ID"), "status": "running", "passes": {}}
     common = ["-K"] + (["-t", str(time_minutes)] if time_minutes else [])
 
-    def save():
-        (base / "workflow.json").write_text(json.dumps(record, indent=2) + "\n")
+    def save():   # replaced atomically: a reader sees the last state, never half a file
+        from rankmap.profiler import outputs
+        outputs.write_file(outputs.Target(base / "workflow.json", "--out", "file", True),
+                           json.dumps(record, indent=2) + "\n")
 
     # ---- pass 1: profile
     cmd1 = ["srun", *common, "-n", str(ntasks)] + (["-N", str(nodes)] if nodes and not inside else []) + \
@@ -81,6 +86,8 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         console.print(f"  ({e})")
     if res1.exit_code != 0 or prof is None or not prof.complete:
         why = "; ".join(prof.partial_reasons()) if prof is not None else "no profile data"
+        record["status"] = f"failed: pass 1 (profile) exit code {res1.exit_code}"
+        save()
         raise UserError(f"pass 1 (profile) failed with exit code {res1.exit_code} after {res1.seconds:.2f} s "
                         f"({why}); stopping. Its data is kept in {res1.directory}")
 
@@ -90,20 +97,20 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         idle = cluster.idle_nodes()
         hosts = idle
         if mopts.get("machine_file"):
-            from mapper.options import spec_from_options
-            known = spec_from_options({"machine_file": mopts["machine_file"]}).get("hosts", [])
+            known = mspec.load(mopts["machine_file"])["hosts"]
             hosts = [h for h in known if h in idle]
         if not hosts:
             raise UserError("mode whole-cluster: no idle node is available")
     else:
         hosts = cluster.allocation_nodes() if inside else _hosts_from_profile(prof)
-    mo = dict(mopts)
-    if mo.get("machine_file") and mode == "whole-cluster":
-        mo = _machine_for_hosts(mo, hosts)
-    elif not mo.get("machine_file"):
-        mo["nodes"] = ",".join(hosts)      # node internals: --node-topology, else what Slurm says
+    if mopts.get("machine_file"):
+        spec = mspec.load(mopts["machine_file"])
+        if mode == "whole-cluster":
+            spec = mspec.restrict(spec, hosts)
+    else:   # node internals: --node-topology, else what Slurm says
+        spec = resolve_machine(dict(mopts, nodes=",".join(hosts)))
     t0 = time.monotonic()
-    rep = run_map(str(res1.directory), fmt="profile", model=model, allow_partial=False, mopts=mo,
+    rep = run_map(read_traffic(res1.directory, "profile", model), spec,
                   algorithm=algorithm, seed=seed, tries=3, time_limit=None, refine=True, fill="packed",
                   mode=mode, out=str(base / "mapping"), force=False, plots_on=True, console=console)
     record["mapping"] = {"directory": str(base / "mapping"), "seconds": round(time.monotonic() - t0, 3),
@@ -115,7 +122,7 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
     task_env = None
     if verify:   # pass 2 runs under the profiler too: it records where every rank really ran
         import uuid
-        from profiler import native
+        from rankmap.profiler import native
         # the kernels first: a call they hand on reaches the profiler, and the profiler sees their messages
         preload = list(preload or []) + [str(native.artifact("profiler", mpi or res1.mpi))]
         task_env = {"RANKMAP_PROFILE_DIR": str(base / "relaunch-profile"),
@@ -128,6 +135,12 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
     code2, secs2 = relaunch.execute(plan)
     record["passes"]["relaunch"] = {"exit_code": code2, "seconds": round(secs2, 3), "command": plan.line(),
                                     "binding": plan.binding}
+    if code2 != 0:
+        why = pass2_failure(plan.hosts, code2, secs2, base)
+        record["status"] = "failed: " + why
+        save()
+        summary(console, base, record, rep)
+        raise UserError(why)
     save()
     console.print(f"pass 2: exit {code2} after {secs2:.2f} s")
     bad = 0
@@ -137,10 +150,33 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         save()
         bad = sum(not r["ok"] for r in rows)
         show_verification(console, rows)
+    record["status"] = f"failed: {bad} rank(s) not where the mapping put them" if bad else "complete"
+    save()
     summary(console, base, record, rep)
     if bad:
         raise UserError(f"{bad} rank(s) did not run where the mapping put them (see the table above)")
-    return 0 if code2 == 0 else (code2 if 0 < code2 < 256 else 1)
+    return 0
+
+
+def pass2_failure(hosts: list[str], code: int, seconds: float, base: Path) -> str:
+    """What went wrong in pass 2, for the one error line: a node of the mapping that Slurm now
+    reports down or not responding (lost during the run), and what to do."""
+    lost = []
+    try:
+        states = cluster.node_states(hosts)
+        for h in hosts:
+            st = states.get(h, "unknown").lower().rstrip("*~#!%$@^-")
+            if "*" in states.get(h, "") or any(st.startswith(b) for b in cluster.BAD_STATES):
+                lost.append(f"{h} ({states.get(h, 'unknown')})")
+    except UserError:
+        pass
+    head = f"pass 2 (relaunch on the mapping) failed with exit code {code} after {seconds:.2f} s"
+    if lost:
+        return (f"{head}: node(s) {', '.join(lost)} were lost during the run; the profile and the mapping are kept in "
+                f"{base}; map again without them (rankmap map {base / 'profile'} --nodes ... --out NEW), or rerun "
+                "when Slurm has them back")
+    return (f"{head}; the profile and the mapping are kept in {base} (workflow.json); rerun pass 2 with "
+            f"`rankmap srun {base / 'mapping'} -- ...`")
 
 
 def show_verification(console: Console, rows: list[dict]) -> None:
@@ -151,24 +187,6 @@ def show_verification(console: Console, rows: list[dict]) -> None:
         t.add_row(str(r["rank"]), r["mapped_host"], ",".join(map(str, r["mapped_cpus"])), r["host"],
                   ",".join(map(str, r["cpus"])), "[green]ok[/green]" if r["ok"] else "[red]MISMATCH[/red]")
     console.print(t)
-
-
-def _machine_for_hosts(mopts: dict, hosts: list[str]) -> dict:
-    """The cluster's machine file reduced to the available hosts."""
-    from mapper.options import spec_from_options
-    spec = spec_from_options({"machine_file": mopts["machine_file"]})
-    out = dict(mopts, machine_file=None, nodes=",".join(h for h in spec["hosts"] if h in hosts))
-    out["topologies"] = tuple(spec.get("node_topology") or ())
-    out["torus"], out["mesh"], out["switches"] = spec.get("torus"), spec.get("mesh"), spec.get("switch_tree")
-    out["level_costs"] = spec.get("level_costs")
-    if spec.get("coords"):
-        import tempfile
-        f = tempfile.NamedTemporaryFile("w", suffix=".coords", delete=False)
-        for h, c in spec["coords"].items():
-            f.write(f"{h} {' '.join(map(str, c))}\n")
-        f.close()
-        out["coords"] = f.name
-    return out
 
 
 def summary(console: Console, base: Path, record: dict, rep: dict) -> None:
@@ -187,6 +205,9 @@ def summary(console: Console, base: Path, record: dict, rep: dict) -> None:
     console.print(f"everything is in {base}")
 
 
+SBATCH_HEAD = "# written by `rankmap sbatch`: profile, map onto this allocation, relaunch on the mapping"
+
+
 def sbatch_script(app: list[str], ntasks: int, nodes: int | None, out_dir: str, mopts_args: list[str],
                   time_minutes: int | None, extra_sbatch: list[str], rankmap: str | None = None) -> str:
     """A batch script that profiles, maps and relaunches in one allocation."""
@@ -201,7 +222,7 @@ def sbatch_script(app: list[str], ntasks: int, nodes: int | None, out_dir: str, 
     lines.append(f"#SBATCH -o {q(out_dir)}/slurm-%j.out")
     lines += [f"#SBATCH {a}" for a in extra_sbatch]
     lines += [
-        "# written by `rankmap sbatch`: profile, map onto this allocation, relaunch on the mapping",
+        SBATCH_HEAD,
         "set -euo pipefail",
         f"OUT={q(out_dir)}",
         'echo "allocation $SLURM_JOB_ID: $SLURM_JOB_NODELIST"',

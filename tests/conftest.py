@@ -3,15 +3,21 @@ under RANKMAP_REQUIRE_ALL=1 (what `bash setup.sh test` and CI set) a test skippe
 missing component is a failure, and a session in which nothing passed fails."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 REQUIRE_ALL = os.environ.get("RANKMAP_REQUIRE_ALL") == "1"
 APPS = Path(__file__).parent / "apps"
+ROOT = Path(__file__).resolve().parents[1]
+# reference data shared by the project's developers: ../shared next to the checkout
+SHARED = ROOT.parent / "shared" / "data"
 
 # Open MPI refuses root without these; keep every launch on loopback
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -27,6 +33,55 @@ def require(condition: bool, why: str) -> None:
         if REQUIRE_ALL:
             pytest.fail(f"required component missing: {why}")
         pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def shared():
+    """../shared/data (real traffic matrices, hwloc XML of real machines, standard graphs)."""
+    require((SHARED / "PROVENANCE.md").is_file(), f"the shared reference data is not at {SHARED} (../shared/data "
+            "next to the checkout)")
+    return SHARED
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args, env: dict | None = None, cwd=None, input: str | None = None) -> CliResult:
+    """`rankmap ARGS` in this process (click's CliRunner): what a user sees, without the
+    start-up of a new interpreter. A Python exception that escapes the command (a traceback
+    for the user) fails the test."""
+    from click.testing import CliRunner
+    from rankmap.cli import cli
+    runner = CliRunner()
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        res = runner.invoke(cli, [str(a) for a in args], env=env, input=input, prog_name="rankmap")
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return CliResult(res.exit_code, res.stdout, res.stderr)
+
+
+def spawn_cli(*args, env: dict | None = None, cwd=None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`rankmap ARGS` as a new process: for what must run outside the test process (under
+    salloc, with a different environment for the whole interpreter)."""
+    e = dict(os.environ if env is None else env)
+    e["PYTHONPATH"] = str(ROOT) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-m", "rankmap.cli", *map(str, args)], capture_output=True, text=True,
+                          env=e, cwd=cwd, timeout=timeout)
+
+
+def one_error_line(res, fragment: str) -> None:
+    """The command failed with exactly one line on stderr, naming `fragment`, and no traceback."""
+    assert res.returncode != 0, res.stdout
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and fragment in lines[0], res.stderr
+
+
+RANKMAP_CMD = [sys.executable, "-m", "rankmap.cli"]   # for commands a test runs under salloc
 
 
 def pytest_sessionfinish(session, exitstatus):

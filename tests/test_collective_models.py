@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import app, launcher
-from profiler.collectives import expand, parse_model, pattern, subtree_sizes, tree_parent
-from profiler.errors import UserError
-from profiler.rundir import Collective
+from rankmap.profiler.collectives import expand, parse_model, pattern, subtree_sizes, tree_parent
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.rundir import Collective
 
 
 def volume(op, p, n, model="auto", k=None):

@@ -8,13 +8,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from conftest import app, launcher, require
-from profiler import native
-from profiler.rundir import read_run
+from conftest import app, launcher, require, run_cli
+from rankmap.profiler import native
+from rankmap.profiler.rundir import read_run
 
 MPIS = ["openmpi", "mpich"]
 SMALL = "262144"   # doubles in the "large" checks where P is swept (2 MB); 16 MB at P = 4
@@ -114,20 +113,18 @@ def test_bad_settings_are_reported_not_fatal(apps):
 
 def test_order_from_a_mapping(apps, tmp_path):
     """The mapper's collective-order.txt drives the kernels' order (and grid)."""
-    from mapper.cli import cli  # noqa: F401 - the mapping is written by the real command below
     mat = tmp_path / "ring.csv"
     mat.write_text("".join(f"{i},{(i + 1) % 6},1000000\n" for i in range(6)))
     out = tmp_path / "map"
-    res = subprocess.run([sys.executable, "-m", "mapper.cli", "map", str(mat), "--nodes", "a,b,c",
-                          "--node-topology", "pack:1 core:2", "--out", str(out)],
-                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(_root())))
+    res = run_cli("map", str(mat), "--nodes", "a,b,c",
+                          "--node-topology", "pack:1 core:2", "--out", str(out))
     assert res.returncode == 0, res.stderr
     order = (out / "collective-order.txt").read_text().splitlines()
     assert order[1] == "# grid 2x3"
     assert sorted(int(x) for x in order[2:]) == list(range(6))
     # the relaunch hands the order to the kernels
-    dry = subprocess.run([sys.executable, "-m", "mapper.cli", "mpirun", str(out), "--preload-collectives", "--dry-run",
-                          "--", "./app"], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(_root())))
+    dry = run_cli("mpirun", str(out), "--preload-collectives", "--dry-run",
+                          "--", "./app")
     assert dry.returncode == 0, dry.stderr
     assert f"RANKMAP_COLL_ORDER={out / 'collective-order.txt'}" in dry.stdout.replace("\n", "")
     assert "librankmap_coll-openmpi.so" in dry.stdout.replace("\n", "")
@@ -156,8 +153,7 @@ def test_with_the_profiler_preloaded(apps, tmp_path):
 
 
 def test_libpath_collectives():
-    res = subprocess.run([sys.executable, "-m", "mapper.cli", "libpath", "collectives"], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(_root())))
+    res = run_cli("libpath", "collectives")
     assert res.returncode == 0 and res.stdout.strip().endswith("librankmap_coll-openmpi.so")
 
 
@@ -165,8 +161,8 @@ def test_kernels_linked_into_an_smpi_program(tmp_path):
     """Under SMPI the kernels are linked into the harness: every kernel gives the right
     result on a simulated torus (the harness checks its sums)."""
     require(shutil.which("smpirun") is not None, "SimGrid not installed")
-    from mapper import platform as plat
-    from slurm import smpi
+    from rankmap.slurm import platform as plat
+    from rankmap.slurm import smpi
     exe = str(native.artifact("coll_bench", "smpi"))
     p, d = plat.load(plat.write(plat.preset("desmos"), tmp_path / "plat"))
     hf = smpi.write_hostfile([f"n{r // 3}" for r in range(12)], tmp_path / "hf")
@@ -180,22 +176,16 @@ def test_kernels_linked_into_an_smpi_program(tmp_path):
             assert len(lines) == 3 and all(ln.endswith(" ok") for ln in lines), (op, k, r.stdout)
 
 
-def _root():
-    from pathlib import Path
-    return Path(__file__).resolve().parents[1]
-
-
 def test_tune_collectives_writes_a_table_the_kernels_follow(tmp_path):
     """tune-collectives on a simulated cluster writes the size table; the kernels read it
     (RANKMAP_COLL_TUNING) and choose by it."""
     require(shutil.which("smpirun") is not None, "SimGrid not installed")
-    from mapper import platform as plat
-    from slurm import smpi
+    from rankmap.slurm import platform as plat
+    from rankmap.slurm import smpi
     d = plat.write(plat.preset("desmos"), tmp_path / "plat")
     table = tmp_path / "tuning.txt"
-    res = subprocess.run([sys.executable, "-m", "mapper.cli", "tune-collectives", "-n", "12", "--platform", str(d),
-                          "--per-node", "3", "--ops", "allreduce,bcast", "--sizes", "8,1048576", "--out", str(table)],
-                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(_root())), timeout=600)
+    res = run_cli("tune-collectives", "-n", "12", "--platform", str(d),
+                          "--per-node", "3", "--ops", "allreduce,bcast", "--sizes", "8,1048576", "--out", str(table))
     assert res.returncode == 0, res.stderr[-2000:]
     rules = [ln.split() for ln in table.read_text().splitlines() if ln and not ln.startswith("#")]
     assert rules[0][:2] == ["allreduce", "0"] and {r[0] for r in rules} == {"allreduce", "bcast"}
@@ -210,9 +200,8 @@ def test_tune_collectives_writes_a_table_the_kernels_follow(tmp_path):
         assert "rankmap-coll: allreduce" not in r.stderr
     else:
         assert f"-> {big[2]}" in r.stderr, r.stderr[-1500:]
-    bad = subprocess.run([sys.executable, "-m", "mapper.cli", "tune-collectives", "-n", "12", "--platform", str(d),
-                          "--sizes", "8,abc", "--out", str(table)], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(_root())))
+    bad = run_cli("tune-collectives", "-n", "12", "--platform", str(d),
+                          "--sizes", "8,abc", "--out", str(table))
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--sizes" in bad.stderr
 
 

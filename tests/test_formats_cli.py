@@ -3,34 +3,21 @@ outputs validate, round trips are exact, bad input ends in one clear line."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
-from profiler.errors import UserError
-from profiler.formats import read, write
-from profiler.traffic import Traffic
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.formats import read_traffic as read, write
 
-ROOT = Path(__file__).resolve().parents[1]
-MATRICES = Path("/work/shared/data/matrices")
+from conftest import SHARED, one_error_line, run_cli as rankmap
 
-
-def rankmap(*args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "mapper.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
+MATRICES = SHARED / "matrices"
 
 
-def one_error_line(res, fragment):
-    assert res.returncode != 0, res.stdout
-    assert "Traceback" not in res.stderr, res.stderr
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and fragment in lines[0], res.stderr
+@pytest.fixture(autouse=True)
+def _real_matrices(shared):
+    """Most of these tests read the real matrices of ../shared/data."""
 
 
 # --------------------------------------------------------------------------- readers
@@ -110,7 +97,7 @@ def test_bad_dense_matrices(tmp_path, content, fragment):
 def test_csv_errors(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("src,dst,bytes\n0,1,10\n1,x,3\n")
-    with pytest.raises(UserError, match=r"t.csv:3: 'x' is not a number"):
+    with pytest.raises(UserError, match=r"t.csv:3: destination rank 'x' is not a number"):
         read(f)
 
 

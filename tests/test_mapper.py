@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from mapper import allocation, baselines, hwtopo, machine, metrics, solve
-from mapper.graph import from_traffic
-from mapper.refine import Problem
-from profiler.errors import UserError
-from profiler.traffic import Traffic
+from rankmap.mapper import allocation, baselines, hwtopo, machine, metrics, solve
+from rankmap.mapper.graph import from_traffic
+from rankmap.mapper.refine import Problem
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.traffic import Traffic
 
-SHARED = "/work/shared/data"
 
 
 def traffic(entries: dict, n: int, placement=None) -> Traffic:
@@ -80,10 +79,10 @@ def test_switch_tree_levels():
 
 @pytest.mark.parametrize("xml", ["Intel-Skylake-2xXeon6140.xml", "AMD-19h-Zen4-2xEpyc-9654.xml",
                                  "Intel-KnightsLanding-XeonPhi-7210.xml", "16em64t-4s2c2t.xml"])
-def test_real_hwloc_topologies(xml):
-    t = hwtopo.load(f"{SHARED}/hwloc/{xml}")
+def test_real_hwloc_topologies(xml, shared):
+    t = hwtopo.load(str(shared / "hwloc" / xml))
     assert t.cores > 0 and t.packages >= 1
-    m = machine.build(["a", "b"], [f"{SHARED}/hwloc/{xml}"])
+    m = machine.build(["a", "b"], [str(shared / "hwloc" / xml)])
     assert m.nslots == 2 * t.cores
 
 

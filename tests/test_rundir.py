@@ -3,20 +3,16 @@ line or a partial profile with its reasons, never a traceback or silent garbage.
 damaged files are made from a real profiled run."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import app, launcher
-from profiler.errors import UserError
-from profiler.launch import run_profile
-from profiler.rundir import MAGIC, read_run
+from conftest import app, launcher, run_cli
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.launch import run_profile
+from rankmap.profiler.rundir import MAGIC, read_run
 
-RANKMAP = [sys.executable, "-m", "mapper.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +104,8 @@ def test_program_that_is_not_mpi(tmp_path):
         read_run(res.directory)
 
 
-def cli(*args, **kw):
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    return subprocess.run(RANKMAP + list(args), capture_output=True, text=True, env=env, timeout=120, **kw)
+def cli(*args, cwd=None):
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("args,msg", [

@@ -5,31 +5,26 @@ network model's arithmetic."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import APPS, launcher, require
-from mapper import options, platform as plat
-from mapper.predict import Network, predict
-from profiler import native
-from profiler.errors import UserError
-from profiler.traffic import load_traffic
+from conftest import APPS, launcher, require, run_cli
+from rankmap.mapper import spec as mspec
+from rankmap.mapper.predict import Network, predict
+from rankmap.profiler import native
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.formats import read_traffic
+from rankmap.slurm import platform as plat
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def rankmap(*args, cwd=None, timeout=600):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "mapper.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=timeout)
+def rankmap(*args, cwd=None, timeout=None):
+    return run_cli(*args, cwd=cwd)
 
 
 def one_error_line(res, fragment):
@@ -57,7 +52,7 @@ def workload(name):
 
 
 def oneway(pingpong, pdir: Path, hosts: list[str], big: int = 1 << 22) -> dict:
-    from slurm import smpi
+    from rankmap.slurm import smpi
     p, d = plat.load(pdir)
     hf = smpi.write_hostfile(hosts, pdir / "hostfile-pp")
     r = smpi.run([str(pingpong), str(big)], p, d, hf, len(hosts))
@@ -78,7 +73,7 @@ def test_torus_platform_times_follow_the_configured_links(pingpong, tmp_path, na
     assert res.returncode == 0, res.stderr
     pdir = tmp_path / "p"
     p, _ = plat.load(pdir)
-    m = options.build(json.loads((pdir / "machine.json").read_text()))
+    m = mspec.build(mspec.load(pdir / "machine.json"))
     peers = ["n0", "n1", f"n{p.dims[0]}", f"n{p.nodes - 1}", f"n{p.nodes // 2 + 1}"]
     t = oneway(pingpong, pdir, ["n0"] + peers)
     hops = [int(m.node_hops(np.array([0]), np.array([m.hosts.index(h)]))[0]) for h in peers]
@@ -100,7 +95,7 @@ def test_fat_tree_platform_leaves_and_spines(pingpong, tmp_path):
     t = oneway(pingpong, tmp_path / "p", ["n0", "n0", "n7", "n8", "n31"])
     same, leaf, other, far = (t[(i, 8)] for i in range(1, 5))
     assert same < 0.5 and 2.0 <= leaf < 2.1 and 4.0 <= other < 4.1 and 4.0 <= far < 4.1
-    m = options.build(json.loads((tmp_path / "p" / "machine.json").read_text()))
+    m = mspec.build(mspec.load(tmp_path / "p" / "machine.json"))
     assert m.network.arities == (4, 8)       # 4 leaves of 8 nodes, as SimGrid numbers them
     hop = m.node_hops(np.array([0, 0, 0]), np.array([7, 8, 31]))
     assert hop.tolist() == [2, 4, 4]
@@ -119,7 +114,7 @@ def test_nic_limit_caps_a_node_and_network_scale_slows_links(pingpong, tmp_path)
 def test_platform_machine_description():
     p = plat.preset("angara-k1")
     spec = plat.machine_spec(p)
-    m = options.build(spec)
+    m = mspec.build(spec)
     assert m.nnodes == 36 and m.nslots == 24 * 12 + 12 * 8      # the 8-core nodes keep their 8
     assert spec["coords"]["n13"] == [1, 1, 1] and spec["torus"] == "3x3x4"
     assert plat.block_allocation(p, 30) == ["n0"] * 12 + ["n1"] * 12 + ["n2"] * 6
@@ -127,19 +122,19 @@ def test_platform_machine_description():
     with pytest.raises(UserError, match="do not fit"):
         plat.block_allocation(p, 400)
     d = plat.preset("desmos")
-    assert options.build(plat.machine_spec(d)).network.dims == (4, 2, 2, 2)
+    assert mspec.build(plat.machine_spec(d)).network.dims == (4, 2, 2, 2)
 
 
 def test_platform_cli_errors(tmp_path):
     one_error_line(rankmap("platform", "nowhere", "--out", tmp_path / "x"), "unknown platform")
     one_error_line(rankmap("platform", "--out", tmp_path / "x"), "give a platform name")
-    one_error_line(rankmap("platform", "desmos", "--out", tmp_path / "x", "--link-bw", "0"), "link bandwidth")
+    one_error_line(rankmap("platform", "desmos", "--out", tmp_path / "x", "--link-bw", "0"), "--link-bw")
     one_error_line(rankmap("platform", "desmos", "--out", tmp_path / "x", "--nic-bw", "fast"), "--nic-bw")
     one_error_line(rankmap("platform", "--fat-tree", "2;8", "--out", tmp_path / "x"), "bad fat tree")
     assert rankmap("platform", "desmos", "--out", tmp_path / "d").returncode == 0
     one_error_line(rankmap("platform", "desmos", "--out", tmp_path / "d"), "--force")
     assert rankmap("platform", "--torus", "2x2", "--cores", "4", "--out", tmp_path / "t").returncode == 0
-    assert options.build(json.loads((tmp_path / "t" / "machine.json").read_text())).nslots == 16
+    assert mspec.build(mspec.load(tmp_path / "t" / "machine.json")).nslots == 16
 
 
 # --------------------------------------------------------------------------- workflow and replay
@@ -161,14 +156,14 @@ def test_smpi_launcher_maps_and_relaunches(smpi_ok, tmp_path):
     assert "stencil3d P=24" in (tmp_path / "run" / "profile" / "stdout.txt").read_text()
     # pass 2 executed directly is close to the replay of the trace under the same hostfile (the
     # trace leaves out the communicator set-up of this program: MPI_Comm_split, MPI_Cart_create)
-    from slurm import smpi
+    from rankmap.slurm import smpi
     p, d = plat.load(tmp_path / "k1")
     r = smpi.replay(tmp_path / "run" / "profile" / "trace.ti", p, d, tmp_path / "run" / "mapping" / "hostfile", 24)
     assert r.seconds == pytest.approx(p2["simulated_seconds"], rel=0.1)
 
 
 def test_replay_is_bit_for_bit_reproducible(smpi_ok, tmp_path):
-    from slurm import smpi
+    from rankmap.slurm import smpi
     p = plat.preset("desmos")
     d = plat.write(p, tmp_path / "d")
     hf = smpi.write_hostfile(plat.block_allocation(p, 16), tmp_path / "hf")
@@ -185,7 +180,7 @@ def test_replay_is_bit_for_bit_reproducible(smpi_ok, tmp_path):
 
 
 def test_replay_cli_and_errors(smpi_ok, tmp_path):
-    from slurm import smpi
+    from rankmap.slurm import smpi
     p = plat.preset("angara-k1")
     d = plat.write(p, tmp_path / "k1")
     hf = smpi.write_hostfile(plat.block_allocation(p, 8), tmp_path / "block")
@@ -235,40 +230,40 @@ def test_demo_simulated_half(smpi_ok, tmp_path):
 def test_smpi_trace_matches_the_pmpi_profile(smpi_ok, tmp_path):
     """The same workload: SMPI's time-independent trace and rankmap's PMPI profiler under real
     Open MPI record the same point-to-point bytes and messages, pair by pair."""
-    from slurm import smpi
+    from rankmap.slurm import smpi
     p = plat.preset("desmos")
     d = plat.write(p, tmp_path / "d")
     args = ["-N", "18", "-i", "2"]
     hf = smpi.write_hostfile(plat.block_allocation(p, 9), tmp_path / "hf")
     trace = tmp_path / "t" / "trace.ti"
     smpi.run([str(workload("sp_multi")), *args], p, d, hf, 9, trace=trace, compute="explicit")
-    a = load_traffic(trace, "smpi", "none")
+    a = read_traffic(trace, "smpi", "none")
     res = rankmap("profile", "--out", tmp_path / "prof", "--", *launcher("openmpi", 9),
                   native.artifact("workloads", "openmpi", "sp_multi"), *args)
     assert res.returncode == 0, res.stderr
-    b = load_traffic(tmp_path / "prof", "profile", "none")
+    b = read_traffic(tmp_path / "prof", "profile", "none")
     assert (abs(a.bytes - b.bytes) > 0).nnz == 0 and a.bytes.sum() > 0
     assert (abs(a.msgs - b.msgs) > 0).nnz == 0
 
 
 def test_trace_reader_details(smpi_ok, tmp_path):
     """PROC_NULL sends, alltoallv pairs, collectives as SMPI's default algorithms, moved traces."""
-    from slurm import smpi
+    from rankmap.slurm import smpi
     p = plat.preset("angara-k1")
     d = plat.write(p, tmp_path / "k1")
     hf = smpi.write_hostfile(plat.block_allocation(p, 6), tmp_path / "hf")
     trace = tmp_path / "t" / "trace.ti"
     smpi.run([str(workload("spmv")), "-v", "alltoall", "-n", "4096", "-i", "3"], p, d, hf, 6, trace=trace,
              compute="explicit")
-    t = load_traffic(trace)                       # format and model detected
+    t = read_traffic(trace)                       # format and model detected
     assert t.format == "smpi (collectives: smpi)" and t.size == 6
-    none = load_traffic(trace, "smpi", "none")
+    none = read_traffic(trace, "smpi", "none")
     assert none.bytes.sum() > 0 and (t.bytes - none.bytes).min() >= 0   # the allreduces add pairs
     shutil.move(str(tmp_path / "t"), str(tmp_path / "moved"))           # the index names absolute paths
-    assert load_traffic(tmp_path / "moved" / "trace.ti", "smpi", "none").bytes.sum() == none.bytes.sum()
+    assert read_traffic(tmp_path / "moved" / "trace.ti", "smpi", "none").bytes.sum() == none.bytes.sum()
     with pytest.raises(UserError, match="missing"):
         (tmp_path / "bad.ti").write_text("/nowhere/x.ti_files/1_rank-1.txt\n")
-        load_traffic(tmp_path / "bad.ti", "smpi")
+        read_traffic(tmp_path / "bad.ti", "smpi")
 
 
 # --------------------------------------------------------------------------- network model
@@ -276,7 +271,7 @@ def test_trace_reader_details(smpi_ok, tmp_path):
 def test_predict_by_hand():
     """Two nodes one link apart, ranks 0,1 on n0 and 2 on n1: every term by hand."""
     spec = {"hosts": ["a", "b"], "node_topology": ["pack:1 core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}}
-    m = options.build(spec)
+    m = mspec.build(spec)
     net = Network(link_bw=1e9, link_lat=1e-6, loop_bw=10e9, loop_lat=0.1e-6, nic_bw=None)
     M = sp.csr_matrix(np.array([[0, 1e6, 2e6], [0, 0, 0], [0, 0, 0]]))
     C = sp.csr_matrix(np.array([[0, 10, 4], [0, 0, 0], [0, 0, 0]]))

@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import LOCALCLUSTER, app
+from conftest import LOCALCLUSTER, RANKMAP_CMD, app, spawn_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slurm
 
 
 def rankmap(env, *args, timeout=300, cwd=None):
-    e = dict(env, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "mapper.cli", *map(str, args)], capture_output=True, text=True,
-                          env=e, timeout=timeout, cwd=cwd)
+    return spawn_cli(*args, env=env, timeout=timeout, cwd=cwd)
 
 
 def where_lines(text: str) -> dict[int, tuple]:
@@ -106,7 +103,7 @@ def test_srun_wrapper_rebinds_a_per_node_layout(slurm_cluster, apps, workflow, t
 def test_inside_an_allocation(slurm_cluster, apps, tmp_path):
     d = tmp_path / "inside"
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
-    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "3", sys.executable, "-m", "mapper.cli", "run",
+    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "3", *RANKMAP_CMD, "run",
                           "--out", str(d), "-t", "2", "--", str(app(apps, "placement", "openmpi"))],
                          env=e, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -146,7 +143,7 @@ def test_sbatch_two_pass_script(slurm_cluster, apps, tmp_path):
 def test_mpirun_rankfile_path(slurm_cluster, apps, workflow):
     d, _ = workflow
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
-    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "2", sys.executable, "-m", "mapper.cli", "mpirun",
+    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "2", *RANKMAP_CMD, "mpirun",
                           str(d / "mapping"), "--", str(app(apps, "placement", "openmpi"))],
                          env=e, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -179,7 +176,7 @@ def test_probe_writes_level_costs_the_mapper_reads(slurm_cluster, workflow, tmp_
     d, _ = workflow
     levels = tmp_path / "levels.json"
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
-    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "3", sys.executable, "-m", "mapper.cli", "probe",
+    res = subprocess.run(["salloc", "-N", "4", "-n", "8", "-t", "3", *RANKMAP_CMD, "probe",
                           "--torus", "4", "--reps", "5", "--out", str(levels)], env=e, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -218,7 +215,7 @@ def test_wrong_rank_count(slurm_cluster, workflow):
     one_line(rankmap(slurm_cluster, "srun", d / "mapping", "--srun-arg=-n", "--srun-arg=4", "--", "true"),
              "the mapping decides the task count")
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
-    res = subprocess.run(["salloc", "-N", "4", "-n", "4", "-t", "1", sys.executable, "-m", "mapper.cli", "srun",
+    res = subprocess.run(["salloc", "-N", "4", "-n", "4", "-t", "1", *RANKMAP_CMD, "srun",
                           str(d / "mapping"), "--", "true"], env=e, capture_output=True, text=True, timeout=120)
     one_line(res, "is for 8 ranks but this allocation has SLURM_NTASKS=4")
 
@@ -226,8 +223,8 @@ def test_wrong_rank_count(slurm_cluster, workflow):
 def test_host_not_in_allocation(slurm_cluster, workflow):
     d, _ = workflow
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
-    res = subprocess.run(["salloc", "-w", "n1,n2", "-N", "2", "-n", "8", "--overcommit", "-t", "1", sys.executable,
-                          "-m", "mapper.cli", "srun", str(d / "mapping"), "--", "true"],
+    res = subprocess.run(["salloc", "-w", "n1,n2", "-N", "2", "-n", "8", "--overcommit", "-t", "1", *RANKMAP_CMD,
+                          "srun", str(d / "mapping"), "--", "true"],
                          env=e, capture_output=True, text=True, timeout=120)
     one_line(res, "is not in this allocation")
 

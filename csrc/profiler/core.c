@@ -277,7 +277,7 @@ int rmp_core_init(void)
     rmp_g.sent = calloc((size_t)P, sizeof(rmp_cell));
     rmp_g.got = calloc((size_t)P, sizeof(rmp_cell));
     rmp_p.identity = malloc((size_t)P * 4 + 4);
-    rmp_p.rowbuf = malloc((size_t)P * 48 + 48); /* 2 rows of 24 bytes per peer at most */
+    rmp_p.rowbuf = malloc(((size_t)P * 2 + 2) * sizeof(rmp_p2p_row)); /* 2 rows per peer at most */
     if (!rmp_g.sent || !rmp_g.got || !rmp_p.identity || !rmp_p.rowbuf)
         return -1;
     for (int i = 0; i < P; i++)

@@ -25,21 +25,9 @@
 enum { RMP_IDLE = 0, RMP_ACTIVE = 1, RMP_DONE = 2 };
 enum { RMP_C = 0, RMP_F = 1 }; /* handle arrays hold C or Fortran handles */
 
-/* Block status codes (docs/formats.md). */
-enum {
-    RMP_ST_RUNNING = 1,   /* periodic snapshot, the rank was still running */
-    RMP_ST_FINALIZED = 2, /* written from MPI_Finalize: complete */
-    RMP_ST_ABORTED = 3,   /* MPI_Abort, detail = error code */
-    RMP_ST_EXIT = 4,      /* process exited without MPI_Finalize */
-    RMP_ST_SIGNAL = 5     /* fatal signal, detail = signal number */
-};
-
-/* Collective operation codes of the collective table (docs/formats.md). */
-enum {
-    RMP_OP_BARRIER = 1, RMP_OP_BCAST, RMP_OP_REDUCE, RMP_OP_ALLREDUCE, RMP_OP_SCAN, RMP_OP_EXSCAN,
-    RMP_OP_GATHER, RMP_OP_SCATTER, RMP_OP_ALLGATHER, RMP_OP_ALLGATHERV, RMP_OP_ALLTOALL,
-    RMP_OP_REDUCE_SCATTER, RMP_OP_REDUCE_SCATTER_BLOCK
-};
+/* Block status codes RMP_ST_*, collective operation codes RMP_OP_* and the on-disk
+ * structs: generated from profiler/runfile.py (the run file's one definition). */
+#include "runfile.h"
 
 typedef struct {
     uint64_t bytes;
@@ -83,7 +71,6 @@ RMP_HIDDEN extern __thread rmp_tls_slot rmp_tls_cache[RMP_TLS_SLOTS] __attribute
 /* lifecycle (lifecycle.c) */
 RMP_HIDDEN void rmp_start(void);
 RMP_HIDDEN void rmp_abort_hook(int code);
-RMP_HIDDEN void rmp_snapshot_point(void); /* at collective entry: write a snapshot if one is due */
 
 #define RMP_ENTER()                                   \
     do {                                              \

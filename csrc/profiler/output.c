@@ -19,38 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { SEC_META = 1, SEC_END = 2, SEC_P2P = 3, SEC_GROUPS = 4, SEC_COLL = 5 };
-
-typedef struct {
-    char magic[8]; /* "RMPROF\0\1" */
-    uint32_t version;
-    uint32_t header_size;
-    uint64_t payload_size;
-    uint32_t payload_crc32;
-    uint32_t world_rank;
-    uint32_t world_size;
-    uint32_t status;
-    int32_t status_detail;
-    uint32_t seq;
-    uint32_t pid;
-    uint32_t nsections;
-    uint64_t reserved;
-} block_header; /* 64 bytes */
-
-typedef struct {
-    uint32_t type;
-    uint32_t item_size;
-    uint64_t size;
-} section_header;
-
-typedef struct {
-    uint64_t t_start_ns, t_end_ns;
-    int32_t cpu_end, numa_end;
-    uint64_t unattr_bytes, unattr_msgs, inter_coll;
-    uint32_t affinity_words; /* 64-bit words of the CPU mask that follow */
-    uint32_t pad;
-} end_fixed;
-
 #define MASK_WORDS 64 /* 4096 CPUs */
 
 static uint32_t crc_table[256];
@@ -134,9 +102,9 @@ int rmp_output_open(void)
     return rmp_p.fd < 0 ? -1 : 0;
 }
 
-static size_t compact_p2p(unsigned char *out)
+static size_t compact_p2p(rmp_p2p_row *out)
 {
-    /* {u32 src, u32 dst, u64 bytes, u64 msgs}: sends of this rank, then gets attributed to their target */
+    /* sends of this rank, then gets attributed to their target */
     size_t n = 0;
     uint32_t me = (uint32_t)rmp_g.rank;
     for (int pass = 0; pass < 2; pass++) {
@@ -147,11 +115,7 @@ static size_t compact_p2p(unsigned char *out)
             if (!m)
                 continue;
             uint32_t src = pass ? (uint32_t)j : me, dst = pass ? me : (uint32_t)j;
-            unsigned char *p = out + 24 * n++;
-            memcpy(p, &src, 4);
-            memcpy(p + 4, &dst, 4);
-            memcpy(p + 8, &b, 8);
-            memcpy(p + 16, &m, 8);
+            out[n++] = (rmp_p2p_row){src, dst, b, m};
         }
     }
     return n;
@@ -172,7 +136,7 @@ void rmp_write_block(int status, int detail)
     }
     rmp_g.dirty = 0;
 
-    end_fixed ef = {0};
+    rmp_end_fixed ef = {0};
     /* the kernel's mask is an array of unsigned longs: read it in place, no allocation */
     uint64_t mask[MASK_WORDS] = {0};
     if (sched_getaffinity(0, sizeof mask, (cpu_set_t *)(void *)mask) != 0)
@@ -180,12 +144,16 @@ void rmp_write_block(int status, int detail)
     unsigned cpu = 0, node = 0;
     ef.cpu_end = getcpu(&cpu, &node) == 0 ? (int32_t)cpu : -1;
     ef.numa_end = ef.cpu_end >= 0 ? (int32_t)node : -1;
-    ef.t_start_ns = rmp_p.t_start_ns;
-    ef.t_end_ns = rmp_now_ns();
+    ef.t_start = rmp_p.t_start_ns;
+    ef.t_end = rmp_now_ns();
     ef.unattr_bytes = rmp_g.unattr_bytes;
     ef.unattr_msgs = rmp_g.unattr_msgs;
     ef.inter_coll = rmp_g.inter_coll;
-    ef.affinity_words = MASK_WORDS;
+    /* the mask up to its highest CPU: one word on machines of up to 64 CPUs, not 4096 CPUs' 512 bytes */
+    uint32_t words = MASK_WORDS;
+    while (words > 1 && mask[words - 1] == 0)
+        words--;
+    ef.aff_words = words;
 
     size_t nrows = compact_p2p(rmp_p.rowbuf);
     /* buffers may grow concurrently: read length first, then the (newer or equal) data pointer */
@@ -200,24 +168,24 @@ void rmp_write_block(int status, int detail)
         size_t n;
         uint32_t type, item;
     } sec[5] = {
-        {rmp_p.meta_json, rmp_p.meta_len, SEC_META, 1},
-        {NULL, 0, SEC_END, 0},
-        {rmp_p.rowbuf, nrows * 24, SEC_P2P, 24},
-        {gdat, glen, SEC_GROUPS, 0},
-        {cdat, clen, SEC_COLL, sizeof(rmp_coll_row)},
+        {rmp_p.meta_json, rmp_p.meta_len, RMP_SEC_META, 1},
+        {NULL, 0, RMP_SEC_END, 0},
+        {rmp_p.rowbuf, nrows * sizeof(rmp_p2p_row), RMP_SEC_P2P, sizeof(rmp_p2p_row)},
+        {gdat, glen, RMP_SEC_GROUPS, 0},
+        {cdat, clen, RMP_SEC_COLL, sizeof(rmp_coll_row)},
     };
-    section_header sh[5];
+    rmp_section_header sh[5];
     struct iovec iov[1 + 5 * 4];
     int k = 1;
     uint32_t crc = 0;
     uint64_t payload = 0;
     for (int s = 0; s < 5; s++) {
-        size_t n = sec[s].type == SEC_END ? sizeof ef + sizeof mask : sec[s].n;
-        sh[s] = (section_header){sec[s].type, sec[s].item, n};
+        size_t n = sec[s].type == RMP_SEC_END ? sizeof ef + 8 * (size_t)words : sec[s].n;
+        sh[s] = (rmp_section_header){sec[s].type, sec[s].item, n};
         iov[k++] = (struct iovec){&sh[s], sizeof sh[s]};
-        if (sec[s].type == SEC_END) {
+        if (sec[s].type == RMP_SEC_END) {
             iov[k++] = (struct iovec){&ef, sizeof ef};
-            iov[k++] = (struct iovec){mask, sizeof mask};
+            iov[k++] = (struct iovec){mask, 8 * (size_t)words};
         } else if (n) {
             iov[k++] = (struct iovec){(void *)sec[s].p, n};
         }
@@ -228,7 +196,7 @@ void rmp_write_block(int status, int detail)
         crc = crc_update(crc, iov[i].iov_base, iov[i].iov_len);
         payload += iov[i].iov_len;
     }
-    block_header h = {{'R', 'M', 'P', 'R', 'O', 'F', 0, 1}, 1, sizeof(block_header), payload, crc,
+    rmp_block_header h = {RMP_MAGIC, RMP_FORMAT_VERSION, sizeof(rmp_block_header), payload, crc,
                       (uint32_t)rmp_g.rank, (uint32_t)rmp_g.size, (uint32_t)status, detail, rmp_p.seq++,
                       (uint32_t)rmp_p.pid, 5, 0};
     iov[0] = (struct iovec){&h, sizeof h};

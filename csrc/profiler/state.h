@@ -17,17 +17,6 @@ typedef struct {
 
 RMP_HIDDEN int rmp_buf_append(rmp_buf *b, const void *p, size_t n);
 
-/* collective table row, written verbatim (docs/formats.md, section COLL) */
-typedef struct {
-    uint32_t group;
-    uint16_t op;
-    uint16_t bucket;
-    int32_t root; /* world rank, -1 for rootless operations */
-    uint32_t pad;
-    uint64_t calls;
-    uint64_t bytes;
-} rmp_coll_row;
-
 typedef struct {
     pthread_mutex_t lock; /* slow paths: groups, collective table, persistent requests */
     int comm_keyval, win_keyval, self_keyval;
@@ -41,7 +30,7 @@ typedef struct {
     uint64_t t_start_ns;
     uint32_t seq;
     int pid;
-    unsigned char *rowbuf; /* compaction buffer for section P2P: 2*P rows */
+    rmp_p2p_row *rowbuf;   /* compaction buffer for section P2P: 2*P rows */
     int flushing;          /* a block is being written */
     int final_done;        /* the last block of this process is written */
     uint64_t snap_interval_ns; /* 0: no snapshots */
@@ -57,6 +46,10 @@ RMP_HIDDEN extern rmp_private rmp_p;
 /* core.c */
 RMP_HIDDEN int rmp_core_init(void);
 RMP_HIDDEN uint32_t rmp_group_intern(const uint32_t *world, uint32_t n);
+
+/* snapshot.c */
+RMP_HIDDEN void rmp_snapshot_point(void); /* at collective entry: write a snapshot if one is due */
+RMP_HIDDEN void rmp_snapshot_thread_start(void);
 
 /* output.c */
 RMP_HIDDEN int rmp_output_open(void);

@@ -7,39 +7,27 @@
  * slots of the groups (e.g. packages) where i's heaviest partners sit. When a pass finds
  * nothing, iterated local search perturbs the best mapping and searches again while time
  * remains; the best mapping seen is returned. Deterministic for a given seed. */
+#include "refine.h"
+
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-typedef struct {
-    int64_t n;             /* ranks */
-    const int64_t *xadj;   /* n + 1 */
-    const int64_t *adj;    /* symmetric adjacency, no self loops */
-    const double *w;
-    int64_t nslots;
-    int32_t nlevels;
-    int32_t node_level;
-    const int64_t *lvl;    /* nslots * nlevels group ids, top level first */
-    const double *acc;     /* nlevels + 1: cost of a pair first differing at level l */
-    int32_t ndims;         /* 0: no torus */
-    const int64_t *dims;
-    const uint8_t *wrap;
-    const int64_t *coords; /* nslots * ndims: coordinates of the slot's node */
-    double hop_cost;       /* torus: cost of each link after the first (the first pays the node level) */
-    int32_t cand_level;    /* level whose groups give the candidate slots */
-    const int64_t *grp_of_slot;
-    const int64_t *grp_ptr;
-    const int64_t *grp_slots;
-    int64_t ngroups;
-    /* groups of every level above the cores, for subtree exchanges: level l's groups are
-     * glev[l]..glev[l+1]-1; group g's slots are gslot[gptr[g]..gptr[g+1]-1], in order */
-    int32_t nglev;
-    const int64_t *glev;
-    const int64_t *gptr;
-    const int64_t *gslot;
-} rm_problem;
+/* rm_problem's layout, for the Python mirror's check at load time */
+const char *rm_layout(void)
+{
+    static char buf[1024];
+    int k = snprintf(buf, sizeof buf, "%zu", sizeof(rm_problem));
+#define RM_LAYOUT_FIELD(type, name) \
+    k += snprintf(buf + k, sizeof buf - (size_t)k, " %s:%zu", #name, offsetof(rm_problem, name));
+    RM_PROBLEM_FIELDS(RM_LAYOUT_FIELD)
+#undef RM_LAYOUT_FIELD
+    return buf;
+}
 
 static inline double dist(const rm_problem *p, int64_t a, int64_t b)
 {

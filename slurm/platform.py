@@ -3,13 +3,22 @@
 `rankmap platform` writes a directory that both sides read, so that mapping and
 simulation agree on node names, torus coordinates and cores:
 
-  platform.xml        SimGrid platform (one <cluster>: TORUS or FAT_TREE) for smpirun
+  platform.xml        SimGrid platform (one <cluster>: TORUS, FAT_TREE or DRAGONFLY) for smpirun
   platform-ideal.xml  the same hosts on an infinitely fast network: a trace replayed on it
                       gives the program's time without communication cost
   platform-nocompute.xml  the same network with infinitely fast cores: a trace replayed on it
                       gives the time of its communication alone (what `rankmap predict` estimates)
   machine.json        rankmap's machine (hosts, node internals, torus/switch tree, the
                       link parameters under "simgrid"): `--machine DIR` for map/evaluate/predict
+
+A fat tree is SimGrid's "levels;down,...;up,...;count,..." (rankmap's machine has the same
+leaves and the same uplinks per subtree, so the oversubscription is the simulated one;
+SimGrid routes d-mod-k, rankmap's link loads spread a subtree's bytes evenly over its
+uplinks). A dragonfly is SimGrid's "G,L;1,1;A,1;P": G groups of A routers (one chassis),
+P nodes per router, L links between each pair of groups; SimGrid puts the link from
+group g to group t on router t of group g, so G <= A (rankmap's Dragonfly uses the same
+arrangement and SimGrid's minimal routes). SimGrid gives a dragonfly's routers a limiter
+too when limiter_link is set; the dragonfly preset has no NIC cap.
 
 SimGrid facts this relies on (SimGrid 3.32, checked by tests/test_simulation.py): host i of
 a cluster is prefix+i; a torus node id is x + X*y + X*Y*z (first dimension fastest, rankmap's
@@ -27,17 +36,19 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from mapper import hostnames
-from mapper.network import parse_dims
-from profiler.errors import UserError
+from rankmap.mapper import hostnames
+from rankmap.mapper.network import parse_dims
+from rankmap.mapper.predict import Network
+from rankmap.profiler.errors import UserError
 
 
 @dataclass
 class Platform:
     name: str
-    kind: str                     # "torus" or "fat-tree"
+    kind: str                     # "torus", "fat-tree" or "dragonfly"
     dims: tuple = ()              # torus dimensions
     fat_tree: str = ""            # SimGrid FAT_TREE parameters "levels;down;up;count"
+    dragonfly: str = ""           # rankmap's GxAxP[:global=L] (groups, routers per group, nodes per router)
     nodes: int = 0
     cores: int = 12               # cores of the SimGrid hosts (the largest node)
     node_kinds: list = field(default_factory=list)  # [(first, last, hwloc synthetic spec)]
@@ -79,6 +90,47 @@ class Platform:
             n *= int(tok.split(":")[1])
         return n
 
+    def network(self) -> Network:
+        """The network as `rankmap predict` models it (SI units)."""
+        nic = None if self.eff_nic_bw is None else self.eff_nic_bw * 1e9
+        return Network(link_bw=self.eff_link_bw * 1e9, link_lat=self.eff_link_lat * 1e-6,
+                       loop_bw=self.loopback_bw * 1e9, loop_lat=self.loopback_lat * 1e-6, nic_bw=nic)
+
+    @classmethod
+    def from_section(cls, sg: dict, where: str) -> "Platform":
+        """From the "simgrid" section of a machine.json."""
+        from rankmap.profiler import validate
+        sg = dict(validate.expect(sg, dict, where, "simgrid"))
+        unknown = sorted(set(sg) - {f for f in cls.__dataclass_fields__})
+        if unknown:
+            raise UserError(f"{where}: simgrid.{unknown[0]}: not a platform parameter")
+        for k in ("name", "kind", "fat_tree", "dragonfly", "prefix"):
+            if k in sg:
+                validate.expect(sg[k], str, where, f"simgrid.{k}")
+        for k, hi in (("nodes", validate.MAX_NODES), ("cores", validate.MAX_CORES_PER_NODE)):
+            if k in sg:
+                validate.integer(validate.expect(sg[k], int, where, f"simgrid.{k}"), where, f"simgrid.{k}", 1, hi)
+        dims = validate.expect(sg.get("dims") or [], list, where, "simgrid.dims")
+        sg["dims"] = tuple(validate.integer(validate.expect(d, int, where, "simgrid.dims"), where, "simgrid.dims", 1)
+                           for d in dims)
+        kinds = validate.expect(sg.get("node_kinds") or [], list, where, "simgrid.node_kinds")
+        for k in kinds:
+            if not (isinstance(k, list) and len(k) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                for x in k[:2]) and isinstance(k[2], str)):
+                raise UserError(f"{where}: simgrid.node_kinds: each entry must be [first, last, \"pack:P core:C\"], "
+                                f"not {validate.show(k)}")
+        sg["node_kinds"] = [tuple(k) for k in kinds]
+        for k in ("link_bw", "link_lat", "loopback_bw", "loopback_lat", "core_speed", "network_scale", "nic_bw"):
+            if k in sg and not (k == "nic_bw" and sg[k] is None):
+                sg[k] = validate.number(sg[k], where, f"simgrid.{k}", None, 1e9)
+        try:
+            p = cls(**sg)
+        except TypeError as e:
+            raise UserError(f"{where}: bad 'simgrid' section ({e})") from None
+        with validate.prefixed(where):
+            check(p)
+        return p
+
 
 # The clusters of the Angara paper (Khalilov & Timofeev) and a fat tree for comparison.
 # Link figures: an Angara link ~6 GB/s and ~0.5 us per hop as SMPI sees them (see
@@ -88,9 +140,12 @@ PRESETS = {
                           node_kinds=[(0, 23, "pack:2 core:6"), (24, 35, "pack:1 core:8")]),
     "desmos": Platform(name="desmos", kind="torus", dims=(4, 2, 2, 2), nodes=32, cores=6,
                        node_kinds=[(0, 31, "pack:1 core:6")]),
-    # 4 leaf switches of 8 nodes, 2 uplinks each to 2 spines: 2:1 oversubscribed
+    # 4 leaf switches of 8 nodes, 2 uplinks each (one to each of 2 spines): 4:1 oversubscribed
     "fat-tree": Platform(name="fat-tree", kind="fat-tree", fat_tree="2;8,4;1,2;1,1", nodes=32, cores=12,
                          node_kinds=[(0, 31, "pack:2 core:6")]),
+    # 4 groups of 4 routers, 2 nodes per router; one global link between each pair of groups
+    "dragonfly": Platform(name="dragonfly", kind="dragonfly", dragonfly="4x4x2", nodes=32, cores=12,
+                          node_kinds=[(0, 31, "pack:2 core:6")], nic_bw=None),
 }
 
 
@@ -110,18 +165,38 @@ def fat_tree_leaves(params: str) -> tuple[int, ...]:
         up = [int(x) for x in parts[2].split(",")]
         cnt = [int(x) for x in parts[3].split(",")]
     except (ValueError, IndexError):
-        raise UserError(f"bad fat tree {params!r}; expected SimGrid's 'levels;down,...;up,...;count,...' "
+        raise UserError(f"--fat-tree {params!r}: bad fat tree; expected SimGrid's 'levels;down,...;up,...;count,...' "
                         "such as 2;8,4;1,2;1,1") from None
     if levels < 1 or not (len(down) == len(up) == len(cnt) == levels) or min(down + up + cnt) < 1:
-        raise UserError(f"bad fat tree {params!r}: each list needs {levels} positive numbers")
+        raise UserError(f"--fat-tree {params!r}: bad fat tree: each list needs {levels} positive numbers")
     return tuple(reversed(down))
 
 
-def custom(kind_dims: str | None, fat_tree: str | None, cores: int | None, base: Platform | None) -> Platform:
-    """A preset changed by --torus/--fat-tree/--cores, or a new cluster from them."""
+def dragonfly_shape(text: str) -> tuple[tuple, int]:
+    """--dragonfly GxAxP[:global=L] as ((G, A, P), L), checked against SimGrid's layout."""
+    from rankmap.mapper.network import parse_spec
+    spec = parse_spec(f"dragonfly:{text}")
+    if spec.get("routing") != "minimal" or spec.get("local", 1) != 1:
+        raise UserError("a SimGrid dragonfly routes minimally with one local link per router pair: give "
+                        "--dragonfly GxAxP[:global=L]")
+    G, A, P = parse_dims(spec["shape"], "dragonfly")
+    if G > A:
+        raise UserError(f"SimGrid's dragonfly puts the link to group j on router j of each group: {G} groups "
+                        f"need at least {G} routers per group, not {A}")
+    return (G, A, P), int(spec.get("global") or 1)
+
+
+def simgrid_dragonfly(text: str) -> str:
+    (G, A, P), links = dragonfly_shape(text)
+    return f"{G},{links};1,1;{A},1;{P}"
+
+
+def custom(kind_dims: str | None, fat_tree: str | None, cores: int | None, base: Platform | None,
+           dragonfly: str | None = None) -> Platform:
+    """A preset changed by --torus/--fat-tree/--dragonfly/--cores, or a new cluster from them."""
     p = base or Platform(name="custom", kind="torus")
-    if kind_dims and fat_tree:
-        raise UserError("choose one network: --torus or --fat-tree")
+    if sum(bool(x) for x in (kind_dims, fat_tree, dragonfly)) > 1:
+        raise UserError("choose one network: --torus, --fat-tree or --dragonfly")
     if cores is not None:
         if cores < 1:
             raise UserError("--cores must be >= 1")
@@ -133,19 +208,36 @@ def custom(kind_dims: str | None, fat_tree: str | None, cores: int | None, base:
         p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
     elif fat_tree:
         leaves = fat_tree_leaves(fat_tree)
-        p = replace(p, kind="fat-tree", fat_tree=fat_tree, dims=(), nodes=math.prod(leaves),
+        p = replace(p, kind="fat-tree", fat_tree=fat_tree, dims=(), dragonfly="", nodes=math.prod(leaves),
                     name=p.name if base else "fat-tree-custom")
         p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
+    elif dragonfly:
+        from rankmap.profiler import validate
+        with validate.prefixed(f"--dragonfly {dragonfly!r}"):
+            (G, A, P), _ = dragonfly_shape(dragonfly)
+        p = replace(p, kind="dragonfly", dragonfly=dragonfly, dims=(), fat_tree="", nodes=G * A * P,
+                    name=p.name if base else "dragonfly-custom")
+        if base is None:
+            p.nic_bw = None           # SimGrid would cap every router too (see above)
+        p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
     elif base is None:
-        raise UserError("give a platform name (angara-k1, desmos, fat-tree) or --torus/--fat-tree")
+        raise UserError("give a platform name (angara-k1, desmos, fat-tree, dragonfly) or --torus/--fat-tree/--dragonfly")
     if not p.node_kinds:
         p.node_kinds = [(0, p.nodes - 1, f"pack:1 core:{p.cores}")]
+    if not 1 <= p.nodes <= MAX_NODES:
+        raise UserError(f"the simulated cluster would have {p.nodes} nodes (--torus, --fat-tree or --dragonfly); a "
+                        f"platform holds 1 to {MAX_NODES}")
     if max(p.node_cores(i) for i in range(p.nodes)) > p.cores:
         raise UserError("a node has more cores than the SimGrid hosts")
     return p
 
 
+MAX_NODES = 1 << 16     # hosts of a simulated cluster (SimGrid and its XML stay practical below this)
+
+
 def check(p: Platform) -> None:
+    if not 1 <= p.nodes <= MAX_NODES:
+        raise UserError(f"the simulated cluster has {p.nodes} nodes; a platform holds 1 to {MAX_NODES}")
     for what, v in (("link bandwidth", p.link_bw), ("link latency", p.link_lat), ("loopback bandwidth", p.loopback_bw),
                     ("loopback latency", p.loopback_lat), ("core speed", p.core_speed),
                     ("network scale", p.network_scale)):
@@ -163,6 +255,7 @@ def _cluster_xml(p: Platform, ideal: bool, speed: str | None = None) -> str:
         lbw, llat = f"{p.loopback_bw:g}GBps", f"{p.loopback_lat:g}us"
         nic = None if p.eff_nic_bw is None else f"{p.eff_nic_bw:g}GBps"
     topo = (f'topology="TORUS" topo_parameters="{",".join(map(str, p.dims))}"' if p.kind == "torus"
+            else f'topology="DRAGONFLY" topo_parameters="{simgrid_dragonfly(p.dragonfly)}"' if p.kind == "dragonfly"
             else f'topology="FAT_TREE" topo_parameters="{p.fat_tree}"')
     lim = f' limiter_link="{nic}"' if nic else ""
     return (f'  <cluster id="{p.name}" prefix="{p.prefix}" suffix="" radical="0-{p.nodes - 1}" '
@@ -210,8 +303,13 @@ def machine_spec(p: Platform) -> dict:
                 rest //= d
             coords[h] = c
         spec["coords"] = coords
+    elif p.kind == "dragonfly":
+        (G, A, P), links = dragonfly_shape(p.dragonfly)
+        spec["network"] = f"dragonfly:{G}x{A}x{P}" + (f":global={links}" if links != 1 else "")
+        spec["coords"] = {h: [i // (A * P), (i // P) % A, i % P] for i, h in enumerate(hosts)}   # SimGrid's ids
     else:
-        spec["switch_tree"] = "x".join(map(str, fat_tree_leaves(p.fat_tree)))
+        spec["network"] = f"fat-tree:{p.fat_tree}"             # the same leaves and uplinks as SimGrid's
+        spec["coords"] = {h: [i] for i, h in enumerate(hosts)}
     d = asdict(p)
     d["dims"] = list(p.dims)
     d["node_kinds"] = [list(k) for k in p.node_kinds]
@@ -219,40 +317,69 @@ def machine_spec(p: Platform) -> dict:
     return spec
 
 
-def write(p: Platform, out: str | Path, force: bool = False) -> Path:
+def write(p: Platform, out, force: bool = False) -> Path:
+    """The platform directory, written next to `out` and renamed into it; an existing one is
+    replaced only when it is a platform (and with force). `out`: a path or a checked output
+    (rankmap.profiler.outputs.Target)."""
+    from rankmap.profiler import outputs
     check(p)
-    out = Path(out)
-    if out.exists() and any(out.iterdir()) and not force:
-        if not (out / "platform.xml").exists():
-            raise UserError(f"{out} exists and is not a platform directory")
-        raise UserError(f"{out} already holds a platform; pass --force to replace it")
-    out.mkdir(parents=True, exist_ok=True)
-    for v in VARIANTS:
-        (out / v).write_text(platform_xml(p, v))
-    (out / "machine.json").write_text(json.dumps(machine_spec(p), indent=2) + "\n")
-    return out
+    target = out if isinstance(out, outputs.Target) else outputs.target_dir(out, "--out", "platform", force)
+
+    def fill(tmp: Path) -> None:
+        for v in VARIANTS:
+            (tmp / v).write_text(platform_xml(p, v))
+        (tmp / "machine.json").write_text(json.dumps(machine_spec(p), indent=2, allow_nan=False) + "\n")
+    return outputs.write_dir(target, fill)
 
 
 def load(path: str | Path) -> tuple[Platform, Path]:
     """A platform directory (or its machine.json) back as a Platform."""
     d = Path(path)
     if d.is_file():
+        if d.name != "machine.json":
+            raise UserError(f"--platform {path}: a file; give a platform directory (write one with `rankmap platform`)")
         d = d.parent
     mj = d / "machine.json"
-    try:
-        spec = json.loads(mj.read_text())
-        sg = dict(spec["simgrid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UserError(f"{d} is not a platform directory (no machine.json with a 'simgrid' section; "
-                        "write one with `rankmap platform`)") from None
+    from rankmap.profiler import validate
+    if not d.is_dir() or not mj.is_file():
+        raise UserError(f"--platform {d}: not a platform directory (no machine.json with a 'simgrid' section; "
+                        "write one with `rankmap platform`)")
+    spec = validate.read_json(mj, "machine description (machine.json)")
+    if not isinstance(spec, dict) or not isinstance(spec.get("simgrid"), dict):
+        raise UserError(f"--platform {d}: not a platform directory (no machine.json with a 'simgrid' section; "
+                        "write one with `rankmap platform`)")
+    sg = dict(spec["simgrid"])
     if not (d / "platform.xml").exists():
         raise UserError(f"{d}: platform.xml is missing")
-    sg["dims"] = tuple(sg.get("dims") or ())
-    sg["node_kinds"] = [tuple(k) for k in sg.get("node_kinds") or []]
-    try:
-        return Platform(**sg), d
-    except TypeError as e:
-        raise UserError(f"{mj}: bad 'simgrid' section ({e})") from None
+    return Platform.from_section(sg, str(mj)), d
+
+
+def network_for(spec: dict, probe: str | None = None, **given) -> Network:
+    """The network `rankmap predict` uses: measured by `rankmap probe` (a file), else the
+    simulated platform a machine.json came from, else the speeds given; any speed given
+    (link_bw, link_lat, loopback_bw, loopback_lat, nic_bw in GB/s and us) overrides."""
+    if probe:
+        net = Network.from_probe(probe)
+    elif spec.get("simgrid"):
+        net = Platform.from_section(spec["simgrid"], getattr(spec, "origin", None) or "machine.json").network()
+    else:
+        missing = [k for k in ("link_bw", "link_lat", "loopback_bw", "loopback_lat") if given.get(k) is None]
+        if missing:
+            raise UserError("the network's speed is unknown: give --platform DIR, --probe PROBE.json, or "
+                            + ", ".join("--" + k.replace("_", "-") for k in missing))
+        net = Network(link_bw=0, link_lat=0, loop_bw=0, loop_lat=0, nic_bw=None)
+    scale = {"link_bw": 1e9, "link_lat": 1e-6, "loopback_bw": 1e9, "loopback_lat": 1e-6, "nic_bw": 1e9}
+    attr = {"link_bw": "link_bw", "link_lat": "link_lat", "loopback_bw": "loop_bw", "loopback_lat": "loop_lat",
+            "nic_bw": "nic_bw"}
+    for k, v in given.items():
+        if v is None:
+            continue
+        latency = k.endswith("_lat")
+        if not math.isfinite(v) or v < 0 or (v == 0 and not latency):
+            raise UserError(f"--{k.replace('_', '-')} must be a finite {'non-negative' if latency else 'positive'} "
+                            "number")
+        setattr(net, attr[k], v * scale[k])
+    return net
 
 
 def block_allocation(p: Platform, nranks: int) -> list[str]:
@@ -272,8 +399,14 @@ def block_allocation(p: Platform, nranks: int) -> list[str]:
 
 
 def describe(p: Platform) -> str:
-    net = (f"{'x'.join(map(str, p.dims))} torus" if p.kind == "torus" else
-           f"fat tree {p.fat_tree} ({'x'.join(map(str, fat_tree_leaves(p.fat_tree)))})")
+    if p.kind == "torus":
+        net = f"{'x'.join(map(str, p.dims))} torus"
+    elif p.kind == "dragonfly":
+        (G, A, P), links = dragonfly_shape(p.dragonfly)
+        net = f"dragonfly of {G} groups x {A} routers x {P} nodes ({links} link(s) per group pair)"
+    else:
+        from rankmap.mapper.network import from_spec
+        net = from_spec(f"fat-tree:{p.fat_tree}", p.hosts).describe()
     kinds = ", ".join(f"{hostnames.compress([f'{p.prefix}{i}' for i in range(a, b + 1)])} {s}"
                       for a, b, s in p.node_kinds)
     nic = "unlimited" if p.eff_nic_bw is None else f"{p.eff_nic_bw:g} GB/s"

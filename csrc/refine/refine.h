@@ -1,0 +1,52 @@
+/* rankmap mapper: the interface of the local search (librankmap_refine.so).
+ *
+ * Called from Python through ctypes: mapper/refine.py mirrors rm_problem field by field
+ * and, when it loads the library, checks its mirror against rm_layout() (names, order,
+ * offsets, size), so the two cannot drift apart silently. */
+#ifndef RM_REFINE_H
+#define RM_REFINE_H
+#include <stdint.h>
+
+/* X(type, name): every field of rm_problem, in order */
+#define RM_PROBLEM_FIELDS(X)                                                                          \
+    X(int64_t, n)                /* ranks */                                                          \
+    X(const int64_t *, xadj)     /* n + 1 */                                                          \
+    X(const int64_t *, adj)      /* symmetric adjacency, no self loops */                             \
+    X(const double *, w)                                                                              \
+    X(int64_t, nslots)                                                                                \
+    X(int32_t, nlevels)                                                                               \
+    X(int32_t, node_level)                                                                            \
+    X(const int64_t *, lvl)      /* nslots * nlevels group ids, top level first */                    \
+    X(const double *, acc)       /* nlevels + 1: cost of a pair first differing at level l */         \
+    X(int32_t, ndims)            /* 0: no torus */                                                    \
+    X(const int64_t *, dims)                                                                          \
+    X(const uint8_t *, wrap)                                                                          \
+    X(const int64_t *, coords)   /* nslots * ndims: coordinates of the slot's node */                 \
+    X(double, hop_cost)          /* torus: each link after the first (the first pays the node level) */ \
+    X(int32_t, cand_level)       /* level whose groups give the candidate slots */                    \
+    X(const int64_t *, grp_of_slot)                                                                   \
+    X(const int64_t *, grp_ptr)                                                                       \
+    X(const int64_t *, grp_slots)                                                                     \
+    X(int64_t, ngroups)                                                                               \
+    /* groups of every level above the cores, for subtree exchanges: level l's groups are             \
+     * glev[l]..glev[l+1]-1; group g's slots are gslot[gptr[g]..gptr[g+1]-1], in order */             \
+    X(int32_t, nglev)                                                                                 \
+    X(const int64_t *, glev)                                                                          \
+    X(const int64_t *, gptr)                                                                          \
+    X(const int64_t *, gslot)
+
+#define RM_DECLARE_FIELD(type, name) type name;
+typedef struct {
+    RM_PROBLEM_FIELDS(RM_DECLARE_FIELD)
+} rm_problem;
+
+/* "size name:offset name:offset ...": the layout of rm_problem as this library sees it */
+const char *rm_layout(void);
+
+double rm_cost(const rm_problem *p, const int64_t *slot);
+int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, int64_t max_passes,
+                  int64_t ils_rounds, double *cost_out, int32_t *timed_out);
+int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, int64_t max_iters,
+                double *cost_out, int32_t *timed_out);
+
+#endif

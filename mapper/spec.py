@@ -1,0 +1,137 @@
+"""A machine described as data: the dict a mapping directory keeps as machine.json, built
+into a Machine, frozen so that it rebuilds exactly, or reduced to some of its nodes.
+
+Which hosts and which node internals a command means (its options, a profile's hosts,
+Slurm's allocation and node descriptions) is decided above this layer, in
+rankmap.slurm.nodes; this module only turns a complete description into a machine."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rankmap.mapper import hostnames, machine as machine_mod
+from rankmap.mapper.network import Torus, positions
+from rankmap.profiler import validate
+from rankmap.profiler.errors import UserError
+
+KEYS = ("hosts", "node_topology", "torus", "mesh", "coords", "switch_tree", "level_costs", "hop_cost",
+        "ranks_per_node", "oversubscribe", "network")
+
+
+def make(hosts: list[str], node_topology: list[str], torus: str | None = None, mesh: str | None = None,
+         coords=None, switch_tree: str | None = None, level_costs: str | None = None, hop_cost: str | None = None,
+         ranks_per_node: int | None = None, oversubscribe: int = 1, network: str | dict | None = None) -> dict:
+    """network: a --network spec (text or dict; Slurm's topology already resolved by
+    rankmap.slurm.topology)."""
+    return {"hosts": list(hosts), "node_topology": list(node_topology), "torus": torus, "mesh": mesh,
+            "coords": coords, "switch_tree": switch_tree, "level_costs": level_costs, "hop_cost": hop_cost,
+            "ranks_per_node": ranks_per_node, "oversubscribe": oversubscribe or 1, "network": network}
+
+
+class Spec(dict):
+    """A machine description read from a file: errors while building it name the file."""
+    origin: str | None = None
+
+
+def load(path: str | Path) -> dict:
+    """machine.json of a mapping or platform directory (the directory or the file), every
+    field checked for its type here (the values themselves when the machine is built, with
+    the file named in the error)."""
+    p = Path(path)
+    p = p / "machine.json" if p.is_dir() else p
+    if not p.exists():
+        raise UserError(f"{p}: no such file (a machine description: a mapping or platform directory, or its "
+                        "machine.json)")
+    raw = validate.read_json(p, "machine description (machine.json)")
+    where = str(p)
+    if not isinstance(raw, dict) or "hosts" not in raw:
+        raise UserError(f"{p}: not a machine description (no host list)")
+    hosts = validate.string_list(raw["hosts"], where, "hosts")
+    if len(hosts) > validate.MAX_NODES:
+        raise UserError(f"{where}: {len(hosts)} hosts; rankmap handles at most {validate.MAX_NODES}")
+    for i, h in enumerate(hosts):
+        hostnames.check_name(h, f"{where}: hosts[{i}]")
+    if len(set(hosts)) != len(hosts):
+        raise UserError(f"{where}: hosts: a host appears twice")
+    if "node_topology" not in raw:
+        raise UserError(f"{where}: no node_topology (a list such as [\"pack:2 core:6\"])")
+    validate.string_list(raw["node_topology"], where, "node_topology")
+    for k in ("torus", "mesh", "switch_tree", "level_costs"):
+        validate.expect(raw.get(k), (str, type(None)), where, k)
+    validate.expect(raw.get("coords"), (str, dict, type(None)), where, "coords")
+    if isinstance(raw.get("coords"), dict):
+        for h, c in raw["coords"].items():
+            validate.expect(c, list, where, f"coords.{h}")
+    validate.expect(raw.get("hop_cost"), (str, int, float, type(None)), where, "hop_cost")
+    for k, hi in (("ranks_per_node", validate.MAX_CORES_PER_NODE), ("oversubscribe", validate.MAX_OVERSUBSCRIBE)):
+        if raw.get(k) is not None:
+            validate.integer(validate.expect(raw[k], int, where, k), where, k, 1, hi)
+    validate.expect(raw.get("network"), (str, dict, type(None)), where, "network")
+    validate.expect(raw.get("simgrid"), (dict, type(None)), where, "simgrid")
+    spec = Spec(raw)
+    spec.origin = where
+    return spec
+
+
+def build(spec: dict):
+    with validate.prefixed(getattr(spec, "origin", None)):
+        m = machine_mod.build(spec["hosts"], spec["node_topology"], torus=spec.get("torus"),
+                              mesh=spec.get("mesh"), coords=spec.get("coords"), switches=spec.get("switch_tree"),
+                              level_costs=spec.get("level_costs"), ranks_per_node=spec.get("ranks_per_node"),
+                              oversubscribe=spec.get("oversubscribe") or 1, hop_cost=spec.get("hop_cost"),
+                              network=spec.get("network"))
+    m.spec = dict(spec)
+    return m
+
+
+def frozen(spec: dict, m) -> dict:
+    """The spec with everything resolved (coordinates, costs) so that it rebuilds exactly."""
+    out = dict(spec)
+    out["hosts"] = list(m.hosts)
+    out["level_costs"] = ",".join(f"{c:g}" for c in m.level_costs)
+    out["hop_cost"] = f"{m.hop_cost:g}"
+    if isinstance(m.network, Torus):
+        out["coords"] = {h: [int(x) for x in c] for h, c in zip(m.hosts, m.network.coords)}
+    elif (pos := positions(m.network)) is not None:
+        out["coords"] = {h: [int(x) for x in c] for h, c in zip(m.hosts, pos)}   # places in a tree or dragonfly
+        if out.get("switch_tree") and not out.get("network"):
+            out["network"], out["switch_tree"] = f"fat-tree:{out['switch_tree']}", None
+    by_spec = {}
+    for h, t in zip(m.hosts, m.topos):
+        by_spec.setdefault(t.spec, []).append(h)
+    out["node_topology"] = ([next(iter(by_spec))] if len(by_spec) == 1 else
+                            [f"{hostnames.compress(hs)}={spec}" for spec, hs in by_spec.items()])
+    return out
+
+
+def restrict(spec: dict, hosts: list[str]) -> dict:
+    """The same machine reduced to `hosts` (in the spec's order): coordinates and level
+    costs are kept, so the nodes stay where they are."""
+    keep = set(hosts)
+    m = build(spec)
+    full = frozen(spec, m)
+    out = dict(full, hosts=[h for h in full["hosts"] if h in keep])
+    if not out["hosts"]:
+        raise UserError("none of the available hosts is in the machine description")
+    if isinstance(full.get("coords"), dict):
+        out["coords"] = {h: c for h, c in full["coords"].items() if h in keep}
+    topo_of = {h: t.spec for h, t in zip(m.hosts, m.topos)}
+    by_spec = {}
+    for h in out["hosts"]:
+        by_spec.setdefault(topo_of[h], []).append(h)
+    out["node_topology"] = ([next(iter(by_spec))] if len(by_spec) == 1 else
+                            [f"{hostnames.compress(hs)}={s}" for s, hs in by_spec.items()])
+    return out
+
+
+def with_imbalance(spec: dict, n: int, imbalance: float) -> dict:
+    """The machine for n units of work (graph vertices, several per core) under the process-
+    mapping literature's balance constraint: each core takes at most
+    floor((1 + imbalance) * ceil(n / cores)) of them (KaHIP's and SharedMap's rule)."""
+    import math
+    if not math.isfinite(imbalance) or imbalance < 0:
+        raise UserError(f"--imbalance must be a finite number >= 0, not {imbalance!r}")
+    if (spec.get("oversubscribe") or 1) > 1:
+        raise UserError("--imbalance sets how many units each core takes: leave out --oversubscribe")
+    cores = build(dict(spec, oversubscribe=1)).nslots
+    per_core = max(1, math.floor((1 + imbalance) * math.ceil(n / cores) + 1e-9))
+    return dict(spec, oversubscribe=per_core, imbalance=imbalance)

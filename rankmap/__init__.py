@@ -1,0 +1,99 @@
+"""rankmap: topology-aware process mapping for MPI programs.
+
+The Python API, for people who script: read traffic, describe a machine, map, evaluate,
+write. Each is a small function over the objects the command line uses.
+
+>>> import numpy as np, rankmap
+>>> ring = np.roll(np.eye(8), 1, axis=1) * 1e6          # rank i sends 1 MB to rank i+1
+>>> t = rankmap.traffic(ring)
+>>> m = rankmap.machine("n[1-2]", "pack:2 core:2")      # 2 nodes x 2 sockets x 2 cores
+>>> result = rankmap.map(t, m, seed=0)
+>>> rankmap.evaluate(t, m, result.slot_of_rank)["internode_fraction"]   # 2 of the 8 ring edges cross nodes
+0.25
+>>> rankmap.hosts(m, result.slot_of_rank)
+['n1', 'n1', 'n1', 'n1', 'n2', 'n2', 'n2', 'n2']
+"""
+from pathlib import Path as _Path
+
+# Installed, the layers are subpackages of this one (rankmap.profiler, rankmap.mapper,
+# rankmap.slurm). In a source checkout they are the top-level folders next to this one:
+# let the package find them there too, so that tests and benchmarks run from the checkout
+# import the same code the wheel installs.
+_here = _Path(__file__).resolve().parent
+if not (_here / "mapper").is_dir() and (_here.parent / "mapper" / "__init__.py").is_file():
+    __path__.append(str(_here.parent))  # noqa: F821  (a package's __path__)
+
+__all__ = ["traffic", "read_traffic", "machine", "map", "evaluate", "hosts", "write"]
+
+
+def traffic(matrix, source: str = "matrix"):
+    """Traffic from a square matrix (numpy or scipy.sparse): entry (i, j) = bytes rank i
+    sends to rank j.
+
+    >>> import rankmap
+    >>> rankmap.traffic([[0, 5], [3, 0]]).size
+    2
+    """
+    import numpy as np
+    import scipy.sparse as sp
+    from rankmap.profiler.traffic import Traffic, check_matrix
+    m = matrix if sp.issparse(matrix) else sp.csr_matrix(np.asarray(matrix, dtype=np.float64))
+    return Traffic(bytes=check_matrix(m, source), source=source, format="matrix")
+
+
+def read_traffic(path, format: str = "auto", collectives: str = "auto", allow_partial: bool = False):
+    """Traffic from a profiler run directory or a file (mpiP, TreeMatch, Open MPI monitoring,
+    SMPI trace, MatrixMarket, CSV, NPZ, METIS...; docs/formats.md); a profile's collectives
+    become pairs by the model `collectives`."""
+    from rankmap.profiler.formats import read_traffic as _read
+    return _read(path, format, collectives, allow_partial)
+
+
+def machine(nodes, node_topology, *, torus=None, mesh=None, coords=None, network=None, level_costs=None,
+            hop_cost=None, ranks_per_node=None, oversubscribe: int = 1):
+    """A machine: `nodes` a hostlist ("n[01-36]") or a list of host names; `node_topology`
+    what `--node-topology` takes (an lstopo XML file, "pack:2 core:6", or a list of
+    "HOSTLIST=SPEC" for heterogeneous nodes); the network between the nodes and the level
+    costs as the command line's options say (docs/mapper.md).
+
+    >>> import rankmap
+    >>> rankmap.machine("n[1-3]", "pack:2 core:4", torus="3").nslots
+    24
+    """
+    from rankmap.mapper import hostnames, spec
+    hosts = hostnames.expand(nodes) if isinstance(nodes, str) else list(nodes)
+    topos = [node_topology] if isinstance(node_topology, str) else list(node_topology)
+    return spec.build(spec.make(hosts, topos, torus=torus, mesh=mesh, coords=coords, level_costs=level_costs,
+                                hop_cost=hop_cost, ranks_per_node=ranks_per_node, oversubscribe=oversubscribe,
+                                network=network))
+
+
+def map(traffic, machine, *, seed: int = 0, algorithm: str = "metis", time_limit=None):  # noqa: A001
+    """Map the ranks onto the machine. Returns a result with `slot_of_rank` (a slot of the
+    machine per rank), `cost` (the mapping cost), `chosen` (which start won) and `notes`.
+    The same seed gives the same mapping."""
+    from rankmap.mapper import solve
+    return solve.solve(traffic, machine, algorithm=algorithm, seed=seed, time_limit=time_limit)
+
+
+def evaluate(traffic, machine, slot_of_rank) -> dict:
+    """The metrics of a mapping (docs/mapper.md): sum_com, hop-bytes, dilation, link loads,
+    internode_fraction, ..."""
+    from rankmap.mapper import metrics
+    return metrics.evaluate(traffic.bytes, machine, slot_of_rank)
+
+
+def hosts(machine, slot_of_rank) -> list:
+    """The host of each rank."""
+    return [machine.hosts[machine.slot_node[s]] for s in slot_of_rank]
+
+
+def write(out, traffic, machine, result, force: bool = False):
+    """The mapping directory the launchers read (hostfile, binding.txt, rankfile,
+    machinefile, collective-order.txt, report.json, machine.json). Returns its path."""
+    from rankmap.mapper import report, spec, writers
+    if machine.spec is None:
+        raise ValueError("write() needs a machine made by rankmap.machine() (it records its description)")
+    rep = {"cost": result.cost, "chosen": result.chosen, "notes": list(result.notes),
+           "metrics": report.compare(traffic.bytes, machine, {"rankmap": result.slot_of_rank})}
+    return writers.write_mapping(out, result.slot_of_rank, machine, rep, spec.frozen(machine.spec, machine), force)

@@ -1,0 +1,88 @@
+"""The `rankmap` command: one entry point, one subcommand per task, one module per group
+of verbs (profiling, mapping, launch, simulation, demo). Each verb parses its options and
+calls the layer below; user mistakes raise UserError anywhere below and are printed here
+as one line (no traceback) with exit status 2."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from rankmap.cli.console import console, err_console
+from rankmap.profiler.errors import UserError
+
+EXIT_USER = 2        # a mistake the user can fix (bad input, option, path)
+EXIT_INTERNAL = 70   # a bug in rankmap (EX_SOFTWARE)
+
+
+def error_line(msg: str) -> None:
+    """The one line every error ends in: `rankmap: error: ...` (markup in the message is text)."""
+    from rich.markup import escape
+    from rankmap.profiler.validate import one_line
+    err_console.print(f"[bold red]rankmap: error:[/bold red] {escape(one_line(msg))}", soft_wrap=True,
+                      highlight=False)
+
+
+class RankmapGroup(click.Group):
+    """Every way a command can fail ends in one line on stderr, never a traceback: mistakes
+    (UserError, click's usage errors) exit with 2; anything else is a bug, printed as one
+    `internal error` line (RANKMAP_DEBUG=1 shows the traceback) with exit status 70."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                              **extra)
+        except UserError as e:
+            error_line(str(e))
+            sys.exit(EXIT_USER)
+        except click.exceptions.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else (prog_name or "rankmap")
+            verb = where.split(" ", 1)[1] + ": " if " " in where else ""
+            error_line(f"{verb}{e.format_message().rstrip('.')} (see: {where} --help)")
+            sys.exit(EXIT_USER)
+        except click.exceptions.Abort:
+            error_line("aborted")
+            sys.exit(130)
+        except click.ClickException as e:
+            error_line(e.format_message())
+            sys.exit(e.exit_code or EXIT_USER)
+        except KeyboardInterrupt:
+            error_line("interrupted (Ctrl-C); outputs being written were left as they were")
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(0)
+        except MemoryError:
+            error_line("out of memory: the input is too large for this host's memory (see the limits in "
+                       "docs/formats.md)")
+            sys.exit(EXIT_USER)
+        except Exception as e:   # noqa: BLE001  (the last line of defence: never a traceback for a user)
+            if os.environ.get("RANKMAP_DEBUG"):
+                raise
+            error_line(f"internal error: {type(e).__name__}: {e} (a bug in rankmap; please report it with the "
+                       "command line; RANKMAP_DEBUG=1 shows where it happened)")
+            sys.exit(EXIT_INTERNAL)
+        if standalone_mode:
+            sys.exit(rv if isinstance(rv, int) else 0)
+        return rv
+
+
+@click.group(cls=RankmapGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rankmap")
+def cli():
+    """rankmap: profile an MPI program's traffic, map its ranks onto the machine's
+    topology, and relaunch it there."""
+
+
+from rankmap.cli import demo, launch, mapping, profiling, simulation  # noqa: E402  (verbs register on cli)
+
+for _module in (profiling, mapping, launch, simulation, demo):
+    for _cmd in _module.COMMANDS:
+        cli.add_command(_cmd)
+
+
+def main():
+    cli(prog_name="rankmap")
+
+
+__all__ = ["cli", "main", "console"]

@@ -1,0 +1,3 @@
+from rankmap.cli import main
+
+main()

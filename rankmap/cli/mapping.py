@@ -1,0 +1,179 @@
+"""Mapping verbs: map traffic onto a machine, evaluate and predict mappings, convert traffic
+between formats."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from rankmap.cli.console import console
+from rankmap.cli.options import BANDWIDTH, LATENCY, POSITIVE, SEED, machine_options, traffic_options
+from rankmap.profiler.errors import UserError
+
+
+def _machine_of(traffic, mopts: dict, mappings=()) -> dict:
+    """The machine the options describe; without machine options, the first mapping's
+    machine.json (evaluate, predict)."""
+    from rankmap.slurm import nodes
+    return nodes.resolve(mopts, traffic.hosts(), fallback=mappings[0] if mappings else None)
+
+
+def _input_files(mopts: dict) -> list:
+    """The files the machine options name (an output must never replace them)."""
+    out = [mopts.get("machine_file"), mopts.get("coords"), mopts.get("nodes")]
+    lc = mopts.get("level_costs")
+    if lc and lc.startswith("@"):
+        out.append(lc[1:])
+    return [x for x in out if x and (x.startswith("@") or Path(x.lstrip("@")).exists())]
+
+
+@click.command("map")
+@click.argument("matrix", type=click.Path())
+@traffic_options
+@machine_options
+@click.option("--algorithm", default="metis", show_default=True,
+              type=click.Choice(["metis", "scotch", "greedy", "random", "block", "cyclic"]))
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed: the same seed gives the same mapping.")
+@click.option("--tries", default=3, show_default=True, type=click.IntRange(1, 100),
+              help="Partitionings with different seeds (at least).")
+@click.option("--time-limit", type=POSITIVE, metavar="S",
+              help="Safety cap on the search in seconds; when it bites, the result depends on the machine's speed.")
+@click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
+@click.option("--fill", type=click.Choice(["packed", "spread"]), default="packed", show_default=True,
+              help="With fewer ranks than slots: use the fewest nodes (and sockets), in order, unless the ranks fill "
+              "90 %% of them; or spread over all.")
+@click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
+              show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
+@click.option("--imbalance", type=float, metavar="EPS",
+              help="The traffic's vertices are units of work, several per core: each core takes at most "
+              "(1 + EPS) x ceil(vertices / cores) of them (e.g. 0.03).")
+@click.option("--out", required=True, metavar="DIR", help="Mapping directory to write.")
+@click.option("--force", is_flag=True, help="Replace an existing mapping directory.")
+@click.option("--plots", is_flag=True, help="Also write PNG plots (heatmap in mapped order; torus link loads).")
+@click.option("--parallel", type=int, metavar="N",
+              help="Compute the mapping on PT-Scotch as an MPI job of N processes (srun in an allocation, else "
+              "mpirun): for 10^6-10^7 ranks. Its files go next to --out (a shared file system under Slurm).")
+@click.option("--parallel-launcher", type=click.Choice(["auto", "srun", "mpirun"]), default="auto",
+              show_default=True, help="How --parallel starts its MPI job.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limit, no_refine, fill, mode, imbalance,
+            out, force, plots, parallel, parallel_launcher, as_json, **mopts):
+    """Map the ranks of MATRIX (a profile run directory or a traffic file) onto a machine
+    and write hostfile, binding.txt, rankfile, machinefile and report.json into --out."""
+    from rankmap.mapper.mapping import run_map
+    from rankmap.mapper.writers import mapping_target
+    from rankmap.profiler.formats import read_traffic
+    out = mapping_target(out, force, inputs=[matrix, *_input_files(mopts)])    # checked before any work
+    traffic = read_traffic(matrix, fmt, model, allow_partial)
+    spec = _machine_of(traffic, mopts)
+    if imbalance is not None:
+        from rankmap.mapper.spec import with_imbalance
+        spec = with_imbalance(spec, traffic.size, imbalance)
+    kwargs = dict(algorithm=algorithm, seed=seed, tries=tries, time_limit=time_limit, refine=not no_refine, fill=fill,
+                  mode=mode, out=out, force=force, plots_on=plots, console=None if as_json else console)
+    from rankmap.mapper import budget
+    seconds, _ = budget.check(traffic.bytes.nnz, traffic.size)     # memory: refused before anything is built
+    if parallel is None:
+        with budget.progress(None if as_json else console, f"mapping {traffic.size} ranks", seconds, time_limit):
+            rep = run_map(traffic, spec, **kwargs)
+    else:
+        import shutil
+        import tempfile
+        from rankmap.slurm.parallel import runner
+        if mode != "same-allocation":
+            raise UserError("--parallel maps onto the given nodes (--mode same-allocation)")
+        parent = Path(out).absolute().parent
+        parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{Path(out).name}.parallel-", dir=parent))
+        try:
+            run = runner(parallel, parallel_launcher, console=None if as_json else console)
+            rep = run_map(traffic, spec, parallel=(run, work), **kwargs)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if as_json:
+        click.echo(json.dumps(rep, indent=2))
+
+
+@click.command()
+@click.argument("matrix", type=click.Path())
+@click.argument("mappings", nargs=-1, required=True, type=click.Path())
+@traffic_options
+@machine_options
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the random baseline.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--plots", metavar="DIR", help="Write PNG plots (heatmaps in mapped order, torus link loads) into DIR.")
+def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, **mopts):
+    """Metrics of MAPPINGS (mapping directories, binding files or hostfiles) for the traffic
+    MATRIX, next to block, cyclic and random."""
+    from rankmap.mapper.mapping import run_evaluate
+    from rankmap.profiler import outputs
+    from rankmap.profiler.formats import read_traffic
+    if plots is not None:
+        outputs.plots_dir(plots, "--plots", [matrix, *mappings])               # checked before any work
+    traffic = read_traffic(matrix, fmt, model, allow_partial)
+    res = run_evaluate(traffic, _machine_of(traffic, mopts, mappings), mappings, seed=seed, plots_dir=plots,
+                       console=None if as_json else console)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+
+
+@click.command()
+@click.argument("matrix", type=click.Path())
+@click.argument("mappings", nargs=-1, required=True, type=click.Path())
+@traffic_options
+@machine_options
+@click.option("--platform", metavar="DIR", help="A `rankmap platform` directory: its machine and network.")
+@click.option("--probe", metavar="FILE", help="Network speeds measured by `rankmap probe` (also accepted as "
+              "--network FILE).")
+@click.option("--link-bw", type=BANDWIDTH, metavar="GB/S", help="Network link bandwidth (per direction).")
+@click.option("--link-lat", type=LATENCY, metavar="US", help="Latency per network link.")
+@click.option("--loopback-bw", type=BANDWIDTH, metavar="GB/S", help="Bandwidth between two ranks of one node.")
+@click.option("--loopback-lat", type=LATENCY, metavar="US", help="Latency between two ranks of one node.")
+@click.option("--nic-bw", type=BANDWIDTH, metavar="GB/S", help="Cap on what a node's router passes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimates as JSON.")
+def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_bw, link_lat, loopback_bw,
+            loopback_lat, nic_bw, as_json, **mopts):
+    """Estimate the communication time of MATRIX under each of MAPPINGS (and block) from the
+    network's latencies and bandwidths, link loads, NIC limits and the bisection, without
+    running anything."""
+    from rankmap.mapper.mapping import run_predict
+    from rankmap.profiler.formats import read_traffic
+    from rankmap.slurm.platform import network_for
+    from rankmap.mapper.network import KINDS
+    if mopts.get("network") and mopts["network"].split(":", 1)[0].lower() not in KINDS:
+        probe, mopts = mopts["network"], dict(mopts, network=None)   # --network PROBE.json: the speeds, as before
+    traffic = read_traffic(matrix, fmt, model, allow_partial)
+    if platform and not mopts.get("machine_file"):
+        mopts = dict(mopts, machine_file=platform)
+    spec = _machine_of(traffic, mopts, mappings)
+    net = network_for(spec, probe, link_bw=link_bw, link_lat=link_lat, loopback_bw=loopback_bw,
+                      loopback_lat=loopback_lat, nic_bw=nic_bw)
+    res = run_predict(traffic, spec, mappings, net, None if as_json else console)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+
+
+@click.command()
+@click.argument("src", type=click.Path())
+@click.argument("dst", type=click.Path())
+@click.option("--from", "fmt", default="auto", show_default=True, help="Input format (see map --format).")
+@click.option("--to", "to", default="auto", show_default=True,
+              help="Output format: metis (graph.txt), mtx, csv, npz, treematch (default: from the extension).")
+@click.option("--units", type=click.Choice(["bytes", "words"]), default="bytes", show_default=True,
+              help="Edge weights in bytes, or in 64-bit words as the Angara statistics count them.")
+@click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL")
+@click.option("--allow-partial", is_flag=True)
+@click.option("--force", is_flag=True, help="Replace DST if it exists.")
+def convert(src, dst, fmt, to, units, model, allow_partial, force):
+    """Convert traffic between formats; a METIS graph holds the symmetric CSR graph
+    W = M + M^T (diagonal dropped) with integer edge weights."""
+    from rankmap.profiler import outputs
+    from rankmap.profiler.formats import read_traffic, write
+    d = outputs.target_file(dst, "DST", force, inputs=[src])               # checked before any work
+    t = read_traffic(src, fmt, model, allow_partial)
+    used = write(t, d, to, units)
+    console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
+
+
+COMMANDS = [map_cmd, evaluate, predict, convert]

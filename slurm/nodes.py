@@ -1,0 +1,68 @@
+"""Which machine a command maps onto: its machine options resolved against the hosts a
+profile ran on, the Slurm allocation, and Slurm's own description of the nodes.
+
+The options are the dict the CLI's machine options give (nodes, topologies, torus, mesh,
+coords, switches, level_costs, hop_cost, ranks_per_node, oversubscribe, machine_file);
+the result is a complete machine description for rankmap.mapper.spec."""
+from __future__ import annotations
+
+from rankmap.mapper import hostnames, spec as mspec
+from rankmap.profiler.errors import UserError
+from rankmap.slurm import cluster
+
+MACHINE_OPTIONS = ("nodes", "topologies", "network", "torus", "mesh", "coords", "switches", "level_costs",
+                   "hop_cost", "ranks_per_node", "machine_file")
+
+
+def given(opts: dict) -> bool:
+    """True when the options describe any part of the machine."""
+    return any(opts.get(k) for k in MACHINE_OPTIONS) or (opts.get("oversubscribe") or 1) > 1
+
+
+def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | None = None) -> dict:
+    """The machine the options mean. Hosts: --nodes, else `default_hosts` (where a profile
+    ran), else the Slurm allocation. Node internals: --node-topology, else what Slurm says
+    about the nodes. `fallback`: a mapping or platform directory whose machine.json is used
+    when no option describes the machine."""
+    if opts.get("machine_file"):
+        return mspec.load(opts["machine_file"])
+    if fallback and not given(opts):
+        try:
+            return mspec.load(fallback)
+        except UserError:
+            pass
+    if opts.get("nodes"):
+        hosts = hostnames.node_list(opts["nodes"])
+    elif default_hosts:
+        hosts = list(default_hosts)
+    elif cluster.in_allocation():
+        hosts = cluster.allocation_nodes()
+    else:
+        raise UserError("no node list: pass --nodes (a hostlist such as n[01-36], or a file), "
+                        "or run inside a Slurm allocation")
+    topos = list(opts.get("topologies") or ())
+    if topos == ["slurm"] or not topos:
+        from_slurm = cluster.node_topologies(hosts)
+        if from_slurm is None and topos == ["slurm"]:
+            raise UserError("--node-topology slurm: Slurm does not describe these nodes (scontrol show node)")
+        topos = from_slurm or []
+    if not topos:
+        raise UserError("no node topology: pass --node-topology (e.g. 'pack:2 core:6', an lstopo XML file, "
+                        "or 'live')")
+    return mspec.make(hosts, topos, torus=opts.get("torus"), mesh=opts.get("mesh"), coords=opts.get("coords"),
+                      switch_tree=opts.get("switches"), level_costs=opts.get("level_costs"),
+                      hop_cost=opts.get("hop_cost"), ranks_per_node=opts.get("ranks_per_node"),
+                      oversubscribe=opts.get("oversubscribe") or 1, network=network_of(opts.get("network"), hosts))
+
+
+def network_of(text: str | None, hosts: list[str]):
+    """--network: Slurm's own description (`slurm`, `slurm:FILE`) resolved here, into each
+    host's switches or blocks; any other kind is passed on as text (checked now)."""
+    if not text:
+        return None
+    from rankmap.mapper.network import parse_spec
+    spec = parse_spec(text)
+    if spec["kind"] != "slurm":
+        return text
+    from rankmap.slurm import topology
+    return topology.for_hosts(topology.describe(spec["file"]), hosts)
