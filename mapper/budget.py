@@ -1,0 +1,69 @@
+"""What a mapping will cost before it starts: memory (refused when this host cannot hold it)
+and time (announced when it is long, with progress while it runs).
+
+The figures come from bench/mapper_scaling.py (docs/mapper.md, "Scale"): about 250-500
+bytes of memory per nonzero of the traffic matrix plus the interpreter, and 2-3 x 10^-5 s
+per nonzero (more on a busy host); the estimate takes the high end of both."""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+
+from rankmap.profiler import validate
+
+BYTES_PER_NONZERO = 600
+BYTES_PER_RANK = 1000
+BYTES_PER_SLOT = 120
+BASE_BYTES = 150 << 20
+SECONDS_PER_NONZERO = 5e-5
+SECONDS_PER_RANK = 2e-5
+ANNOUNCE_SECONDS = 15.0
+
+
+def estimate(nnz: int, ranks: int, slots: int = 0) -> tuple[float, float]:
+    """(seconds, bytes) a mapping of this size takes, at the high end of what was measured."""
+    seconds = SECONDS_PER_NONZERO * nnz + SECONDS_PER_RANK * ranks
+    need = BASE_BYTES + BYTES_PER_NONZERO * nnz + BYTES_PER_RANK * ranks + BYTES_PER_SLOT * slots
+    return seconds, need
+
+
+def check(nnz: int, ranks: int, slots: int = 0, what: str = "mapping") -> tuple[float, float]:
+    """Refuse, before anything is allocated, a mapping this host's free memory cannot hold."""
+    seconds, need = estimate(nnz, ranks, slots)
+    validate.check_memory(need, f"a {what} of {ranks} ranks and {nnz} communicating pairs")
+    return seconds, need
+
+
+@contextmanager
+def progress(console, what: str, seconds: float, time_limit: float | None = None):
+    """Announce a long step (expected time, how to cap it) and show its elapsed time while it
+    runs (a live status line on a terminal); report how long it took when it was long."""
+    if console is None or seconds < ANNOUNCE_SECONDS:
+        yield
+        return
+    cap = f"; --time-limit {time_limit:g} s caps the search" if time_limit else \
+        "; --time-limit S caps the search (the result then depends on the machine's speed)"
+    console.print(f"[bold]{what}[/bold]: expected about {_human(seconds)}{cap}")
+    t0 = time.monotonic()
+    stop = threading.Event()
+    with console.status(f"{what} ...", spinner="dots") as status:
+        def tick():
+            while not stop.wait(1.0):
+                status.update(f"{what}: {_human(time.monotonic() - t0)} of about {_human(seconds)}")
+        th = threading.Thread(target=tick, daemon=True)
+        th.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            th.join()
+    console.print(f"{what}: done in {_human(time.monotonic() - t0)}")
+
+
+def _human(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"

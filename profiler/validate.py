@@ -1,0 +1,304 @@
+"""What enters rankmap is checked here, once, where it enters: numbers and rank ids read from
+files, text and JSON files, option values, and the sizes that cannot work. Every check
+either returns a clean value or raises UserError with one line that names what is wrong and
+where: `FILE:LINE: field ...`, `FILE: key ...` or the option (`--torus '0x2': ...`).
+
+The readers (profiler/formats.py, smpi_trace.py, rundir.py, mapper/writers.py, the machine
+and network descriptions, the JSON files of probe and platform) call these functions instead
+of int()/float()/json.loads(); the CLI's option types (rankmap/cli/options.py) do too.
+
+Limits (LIMITS) are sizes past which a run cannot work on any machine rankmap targets, or
+would take hours: they turn a 75 GB allocation or a silent hang into an error that says
+which value is too large."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+
+from rankmap.profiler.errors import UserError
+
+# ---------------------------------------------------------------------- limits
+
+MAX_RANKS = 1 << 24            # ranks in one traffic matrix (16.7 M; the mapper is measured to 10^6)
+MAX_NODES = 1 << 20            # hosts in one node list
+MAX_CORES_PER_NODE = 1 << 12   # cores (or PUs) of one node's topology: 4096 (hwloc takes 2 s for 4096, 22 s for 8192)
+MAX_SLOTS = 1 << 24            # ranks the machine can hold (cores x oversubscription, all nodes)
+MAX_OVERSUBSCRIBE = 1024       # ranks per core
+MAX_NET_POSITIONS = 1 << 22    # positions of a torus / mesh, leaves of a switch tree
+MAX_PAIR_BYTES = 2.0 ** 64     # bytes between two ranks: more than a 64-bit counter holds was not measured
+MAX_COST = 1e15                # one level's cost (and the hop cost)
+MAX_TEXT_BYTES = 1 << 33       # a text input file (8 GiB)
+LIMITS = {"ranks": MAX_RANKS, "nodes": MAX_NODES, "cores per node": MAX_CORES_PER_NODE, "slots": MAX_SLOTS,
+          "ranks per core": MAX_OVERSUBSCRIBE, "network positions": MAX_NET_POSITIONS,
+          "bytes per pair": MAX_PAIR_BYTES, "level cost": MAX_COST}
+
+
+def at(path, line: int | None = None, field: str | None = None) -> str:
+    """The place of a value: FILE, FILE:LINE, FILE:LINE: field."""
+    s = str(path)
+    if line is not None:
+        s += f":{line}"
+    if field:
+        s += f": {field}"
+    return s
+
+
+def one_line(text: str) -> str:
+    """An error message on one line (a message quoting a file's bytes may hold newlines)."""
+    return " ".join(str(text).split())
+
+
+def show(tok, width: int = 40) -> str:
+    """A token as an error message quotes it: repr, shortened."""
+    r = repr(tok)
+    return r if len(r) <= width else r[:width - 4] + "...'"
+
+
+@contextmanager
+def prefixed(label: str | None):
+    """Errors raised inside name `label` first (a file or an option), unless they already do."""
+    try:
+        yield
+    except UserError as e:
+        msg = str(e)
+        if label and not msg.startswith(label):
+            raise UserError(f"{label}: {msg}") from None
+        raise
+
+
+# ---------------------------------------------------------------------- numbers
+
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+def integer(tok, where: str, what: str = "value", lo: int | None = None, hi: int | None = None,
+            float_form: bool = True) -> int:
+    """A whole number from text ('12', '+12', and with float_form '1e3' or '12.0'), in [lo, hi]."""
+    if isinstance(tok, bool):
+        raise UserError(f"{where}: {what} {show(tok)} is not a whole number")
+    if isinstance(tok, int):
+        v = tok
+    else:
+        s = str(tok).strip()
+        if _INT.match(s):
+            v = int(s)
+        else:
+            try:
+                f = float(s)
+            except ValueError:
+                raise UserError(f"{where}: {what} {show(tok)} is not a number") from None
+            if not float_form or not math.isfinite(f) or f != math.floor(f):
+                raise UserError(f"{where}: {what} {show(tok)} is not a whole number")
+            v = int(f)
+    _range(v, where, what, lo, hi, show(tok))
+    return v
+
+
+def number(tok, where: str, what: str = "value", lo: float | None = 0.0, hi: float | None = None,
+           lo_open: bool = False) -> float:
+    """A finite number from text or JSON (not a bool), in [lo, hi] ((lo, hi] with lo_open)."""
+    if isinstance(tok, bool) or not isinstance(tok, (int, float, str)):
+        raise UserError(f"{where}: {what} {show(tok)} is not a number")
+    if isinstance(tok, str):
+        try:
+            v = float(tok.strip())
+        except ValueError:
+            raise UserError(f"{where}: {what} {show(tok)} is not a number") from None
+    else:
+        try:
+            v = float(tok)
+        except OverflowError:
+            raise UserError(f"{where}: {what} {show(tok)} is too large") from None
+    if not math.isfinite(v):
+        raise UserError(f"{where}: {what} {show(tok)} is not a finite number (NaN or infinity)")
+    if lo is not None and (v < lo or (lo_open and v == lo)):
+        raise UserError(f"{where}: {what} {show(tok)} must be {'>' if lo_open else '>='} {lo:g}")
+    if hi is not None and v > hi:
+        raise UserError(f"{where}: {what} {show(tok)} is too large (at most {hi:g})")
+    return v
+
+
+def _range(v: int, where: str, what: str, lo, hi, shown: str) -> None:
+    if lo is not None and v < lo:
+        raise UserError(f"{where}: {what} {shown} must be >= {lo}")
+    if hi is not None and v > hi:
+        raise UserError(f"{where}: {what} {shown} is too large (at most {hi})")
+
+
+def rank(tok, where: str, what: str = "rank", size: int | None = None) -> int:
+    """A rank id: 0 <= r < size (or < MAX_RANKS when the file declares no size)."""
+    hi = (size - 1) if size is not None else MAX_RANKS - 1
+    if size is not None:
+        v = integer(tok, where, what, 0)
+        if v > hi:
+            raise UserError(f"{where}: {what} {v} is outside 0..{hi} ({size} ranks)")
+        return v
+    v = integer(tok, where, what, 0)
+    if v > hi:
+        raise UserError(f"{where}: {what} {v} is beyond the {MAX_RANKS} ranks rankmap handles")
+    return v
+
+
+def traffic_bytes(tok, where: str, what: str = "bytes") -> float:
+    """An amount of traffic: finite, not negative, at most 2^64 bytes."""
+    v = number(tok, where, what, None, None)
+    if v < 0:
+        raise UserError(f"{where}: negative traffic: {what} {show(tok)}")
+    if v > MAX_PAIR_BYTES:
+        raise UserError(f"{where}: {what} {show(tok)} is more than 2^64 bytes between two ranks (no real run "
+                        "sends that much)")
+    return v
+
+
+def rank_count(n: int, where: str) -> int:
+    if n > MAX_RANKS:
+        raise UserError(f"{where}: {n} ranks; rankmap handles at most {MAX_RANKS}")
+    return n
+
+
+def count(tok, where: str, what: str, lo: int = 1, hi: int | None = None) -> int:
+    """A positive count (ranks, nodes, repetitions)."""
+    return integer(tok, where, what, lo, hi, float_form=False)
+
+
+# ---------------------------------------------------------------------- files
+
+def read_bytes(path, what: str = "file") -> bytes:
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise UserError(f"{p}: is a directory, expected a {what}")
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode):     # a FIFO would block, /dev/zero never end
+            raise UserError(f"{p}: not a regular file (a device, FIFO or socket); expected a {what}")
+        size = st.st_size
+        if size > MAX_TEXT_BYTES:
+            raise UserError(f"{p}: {size / 2 ** 30:.1f} GiB; a {what} larger than {MAX_TEXT_BYTES >> 30} GiB is "
+                            "refused")
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{p}: no such file") from None
+    except OSError as e:
+        raise UserError(f"{p}: cannot read it ({e.strerror or e})") from None
+
+
+def read_text(path, what: str = "text file") -> str:
+    """A UTF-8 text file (a leading byte-order mark dropped). Binary content (NUL bytes) and
+    bytes that are not UTF-8 are refused with the line they are on."""
+    p = Path(path)
+    data = read_bytes(p, what)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise UserError(f"{p}:{line}: a NUL byte: this is a binary file, not a {what}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UserError(f"{p}:{line}: bytes that are not UTF-8 text (at offset {e.start}); expected a {what}") \
+            from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _no_duplicates(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise ValueError(f"the key {k!r} appears twice in one object")
+        d[k] = v
+    return d
+
+
+def loads_json(text: str, where: str):
+    """JSON text -> object. NaN and Infinity (which Python's json accepts) and a key given
+    twice in one object (the last would silently win) are refused."""
+    try:
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{where}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno})") from None
+    except ValueError as e:
+        raise UserError(f"{where}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise UserError(f"{where}: JSON nested too deeply") from None
+
+
+def read_json(path, what: str = "JSON file"):
+    p = Path(path)
+    return loads_json(read_text(p, what), str(p))
+
+
+def expect(obj, types, where: str, what: str):
+    """obj is one of `types` (bool is never an int here)."""
+    if not isinstance(types, tuple):
+        types = (types,)
+    if isinstance(obj, bool) and bool not in types:
+        ok = False
+    else:
+        ok = isinstance(obj, types)
+    if not ok:
+        names = " or ".join({dict: "an object", list: "a list", str: "a string", int: "a whole number",
+                             float: "a number", type(None): "null", bool: "true/false"}.get(t, t.__name__)
+                            for t in types)
+        raise UserError(f"{where}: {what} must be {names}, not {show(obj)}")
+    return obj
+
+
+def json_object(obj, where: str, what: str = "the file") -> dict:
+    return expect(obj, dict, where, what)
+
+
+def string_list(obj, where: str, what: str, nonempty: bool = True) -> list[str]:
+    expect(obj, list, where, what)
+    for i, x in enumerate(obj):
+        if not isinstance(x, str) or not x.strip():
+            raise UserError(f"{where}: {what}[{i}] must be a non-empty string, not {show(x)}")
+    if nonempty and not obj:
+        raise UserError(f"{where}: {what} is empty")
+    return obj
+
+
+# ---------------------------------------------------------------------- option values
+
+def option_text(value, option: str, allow_empty: bool = False) -> str:
+    """An option's text: an empty value (an unset shell variable) is refused."""
+    if value is None:
+        return value
+    if not allow_empty and not str(value).strip():
+        raise UserError(f"{option} '{value}': empty (an unset shell variable?)")
+    return value
+
+
+def memory_available() -> int:
+    """Bytes of memory available now (MemAvailable), or a large number where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 50
+
+
+def check_memory(need: float, what: str) -> None:
+    """Refuse before allocating when an estimate exceeds the memory this host has free."""
+    avail = memory_available()
+    if need > avail:
+        raise UserError(f"{what} needs about {need / 2 ** 30:.1f} GiB of memory; {avail / 2 ** 30:.1f} GiB is "
+                        "available on this host")
+
+
+def env_number(name: str, lo: float = 0.0) -> float | None:
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return None
+    return number(v, f"${name}", "value", lo)
