@@ -18,7 +18,7 @@ APT_PACKAGES=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   hwloc libhwloc-dev
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libpmix2
-  scotch libscotch-dev
+  scotch libscotch-dev libptscotch-dev
   simgrid libsimgrid-dev
 )
 
@@ -49,7 +49,8 @@ install_python() {
   fi
   "$VENV/bin/python" -m pip install -q --upgrade pip
   log "building and installing rankmap (C libraries against $(command -v mpicc))"
-  "$VENV/bin/python" -m pip install -q "$ROOT[test]"
+  # the bench extra holds the competitors (SharedMap, KaHIP) the tests compare against
+  "$VENV/bin/python" -m pip install -q "$ROOT[test,bench]"
 }
 
 install_apt

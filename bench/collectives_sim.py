@@ -32,10 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mapper import platform as plat  # noqa: E402
-from profiler import native  # noqa: E402
-from profiler.errors import UserError  # noqa: E402
-from slurm import smpi, tune_collectives  # noqa: E402
+from rankmap.slurm import platform as plat  # noqa: E402
+from rankmap.profiler import native  # noqa: E402
+from rankmap.profiler.errors import UserError  # noqa: E402
+from rankmap.slurm import smpi, tune_collectives  # noqa: E402
 
 P, PER_NODE, GRID = 144, 4, "4x3x3x4"
 # 144 ranks share one process: 16 MB buffers already take ~7 GB, 64 MB would not fit in 24 GB

@@ -19,13 +19,11 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mapper import machine, metrics, solve  # noqa: E402
-from profiler.formats import read  # noqa: E402
-from profiler.traffic import Traffic  # noqa: E402
+from rankmap.mapper import machine, metrics, solve  # noqa: E402
+from rankmap.profiler.formats import read_traffic as read  # noqa: E402
+from rankmap.profiler.traffic import Traffic  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not SHARED.exists():
-    SHARED = Path("/work/shared/data")
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"   # ../shared next to the checkout
 
 
 def main():

@@ -69,8 +69,8 @@ def one(kind: str, p: int) -> dict:
     import resource
     import time
     sys.path.insert(0, str(ROOT))
-    from mapper import machine, solve
-    from profiler.traffic import Traffic
+    from rankmap.mapper import machine, solve
+    from rankmap.profiler.traffic import Traffic
     M = stencil(p) if kind == "stencil" else random_graph(p)
     nodes = -(-p // CORES_PER_NODE)
     dims = cube_dims(nodes)

@@ -20,9 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mapper import metrics, solve  # noqa: E402
-from mapper import machine as mach  # noqa: E402
-from profiler.traffic import Traffic  # noqa: E402
+from rankmap.mapper import metrics, solve  # noqa: E402
+from rankmap.mapper import machine as mach  # noqa: E402
+from rankmap.profiler.traffic import Traffic  # noqa: E402
 
 
 def dims_create(p: int, k: int) -> list[int]:

@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mapper import platform as plat  # noqa: E402
-from profiler import native  # noqa: E402
-from profiler.errors import UserError  # noqa: E402
-from slurm import simulated, smpi  # noqa: E402
+from rankmap.slurm import platform as plat  # noqa: E402
+from rankmap.profiler import native  # noqa: E402
+from rankmap.profiler.errors import UserError  # noqa: E402
+from rankmap.slurm import simulated, smpi  # noqa: E402
 
 WORKLOADS = {
     "lu": ("lu_wave", ["-N", "64", "-i", "5", "-r", "5"], [24, 48, 120]),

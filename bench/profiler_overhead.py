@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from profiler import native  # noqa: E402
+from rankmap.profiler import native  # noqa: E402
 
 HERE = Path(__file__).parent
 TARGET_NS = 20.0

@@ -1,35 +1,45 @@
 """Hierarchical partitioning down the machine tree (the Angara scheme, generalized): at each
-tree node the ranks assigned to it are split among its children with METIS (pymetis),
-target part sizes = the children's capacities, then an exact capacity repair moves the
-cheapest vertices from overfull to underfull parts. Ranks on one socket are equivalent
-for the cost, so the last split (into cores) keeps the order."""
+tree node the ranks assigned to it are split among its children, each child taking at
+most its capacity, by the partitioners of mapper/backends.py (the lowest cut after an
+exact capacity repair wins); each split is oriented so that its parts land nearest the
+ranks they talk to outside. Ranks on one socket are equivalent for the cost, so the last
+split (into cores) keeps the order."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
-import pymetis
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from mapper.graph import Graph
-from mapper.machine import Machine, TreeNode
+from rankmap.mapper import backends
+from rankmap.mapper.graph import Graph
+from rankmap.mapper.machine import Machine, TreeNode
 
 
-def target_sizes(n: int, caps: list[int], fill: str) -> list[int]:
-    """How many of n ranks each child takes: 'packed' fills children in (spatial) order,
-    'spread' divides in proportion to capacity (largest remainder)."""
-    if n >= sum(caps):
-        return list(caps)
-    if fill == "packed":
-        out, left = [], n
-        for c in caps:
-            out.append(min(c, left))
-            left -= out[-1]
-        return out
-    share = np.array(caps, dtype=float) * n / sum(caps)
-    out = np.floor(share).astype(int)
-    for i in np.argsort(-(share - out), kind="stable")[: n - int(out.sum())]:
-        out[i] += 1
-    return [int(min(o, c)) for o, c in zip(out, caps)]
+STRUCTURED = 0.5      # METIS's cut below this share of a random split's: the graph has structure to find
+QAP_ITERATIONS = 3000   # tabu steps placing the parts on the nodes (O(nodes^2) each)
+QAP_MAX_NODES = 256     # the tabu search keeps a nodes x nodes table
+
+# A subtree whose ranks fill at least this share of its slots uses all its children: the
+# slack then lets the partitioner cut less, and an idle child gains nothing
+FULL = 0.9
+
+
+def live_children(n: int, caps: list[int], fill: str) -> list[int]:
+    """Which children take the n ranks: 'packed' the fewest, in (spatial) order, unless the
+    ranks nearly fill them all (FULL); 'spread' every child. Each live child takes at most
+    its capacity: the slack is for the partitioner to use."""
+    if fill == "spread" or n >= FULL * sum(caps):
+        return [i for i, c in enumerate(caps) if c > 0]
+    out, room = [], 0
+    for i, c in enumerate(caps):
+        if room >= n:
+            break
+        if c > 0:
+            out.append(i)
+            room += c
+    return out
 
 
 class _Sub:
@@ -61,67 +71,94 @@ class _Sub:
     def nnz(self) -> int:
         return len(self.col)
 
-    def metis_weights(self) -> np.ndarray:
-        """Integer edge weights >= 1 for METIS, scaled so that sums cannot overflow."""
-        total = float(self.w.sum()) or 1.0
-        return np.maximum(1, np.rint(self.w * min(1.0, 2.0 ** 40 / total))).astype(np.int64)
-
     def cut(self, part: np.ndarray) -> float:
         return float(self.w[part[self.row] != part[self.col]].sum())
 
 
-def _metis_split(sub: _Sub, targets: list[int], seed: int) -> np.ndarray:
-    """METIS recursive bisection and k-way (the latter only where it is cheap); the split
-    with the lower cut after the exact capacity repair wins."""
-    k = len(targets)
-    n = sub.n
-    tp = [t / n for t in targets]
-    adj = pymetis.CSRAdjacency(sub.indptr, sub.col)
-    weights = sub.metis_weights()
-    best, best_cut = None, None
-    variants = (True, False) if n <= 50000 and k > 2 else (True,)
-    for recursive in variants:
-        res = pymetis.part_graph(k, adjacency=adj, eweights=weights, tpwgts=tp, recursive=recursive,
-                                 options=pymetis.Options(seed=int(seed) % (2 ** 31), ufactor=5))
-        part = repair(sub, np.asarray(res.vertex_part, dtype=np.int64), targets)
-        if len(variants) == 1:
-            return part
-        cut = sub.cut(part)
-        if best_cut is None or cut < best_cut:
-            best, best_cut = part, cut
-    return best
+def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None) -> np.ndarray:
+    """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
+    split_candidates."""
+    return split_candidates(sub, caps, seed, graph_work)[0][1]
 
 
-def repair(sub: _Sub, part: np.ndarray, targets: list[int]) -> np.ndarray:
-    """Exact part sizes: move vertices out of overfull parts where that costs least."""
-    k = len(targets)
-    n = len(part)
+def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None) -> list:
+    """(cut, part) of every split the partitioners the split's size affords give
+    (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
+    repaired to the capacities; lowest cut first, duplicates removed."""
+    how = backends.plan(sub.n, sub.nnz, caps, sub.n + sub.nnz if graph_work is None else graph_work)
+    cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
+    mt = None
+    # KaHIP's and Mt-KaHyPar's times grow fast on expander-like graphs (random partners:
+    # KaHIP 16 s where a mesh of the same size takes 0.1 s), where a better cut gains
+    # little: they are used only where METIS cut clearly less than a random split would
+    # (measured: real codes' graphs 0.03-0.45 of a random split's cut, random graphs 0.6-0.75)
+    k = len(caps)
+    if min(sub.cut(repair(sub, p, caps)) for p in cands) > STRUCTURED * (1 - 1 / k) * sub.w.sum():
+        how = ["metis"]
+    if "kahip" in how:
+        cands.append(backends.kahip(sub.indptr, sub.col, sub.w, caps, seed))
+    if "mtkahypar" in how or "vcycles" in how:
+        once = sub.row < sub.col
+        mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed)
+    if "mtkahypar" in how:
+        cands.append(mt.partition())
+    out, seen = [], set()
+    for part in cands:
+        if part is None:
+            continue
+        part = repair(sub, part, caps)
+        for p in ((part, mt.improve(part)) if "vcycles" in how else (part,)):
+            p = repair(sub, p, caps)
+            key = _canonical(p)
+            if key not in seen:
+                seen.add(key)
+                out.append((sub.cut(p), p))
+    out.sort(key=lambda cp: cp[0])
+    return out
+
+
+def _canonical(part: np.ndarray) -> bytes:
+    """The same split whatever its parts are called: parts renumbered by first appearance."""
+    _, first, inv = np.unique(part, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inv].astype(np.int32).tobytes()
+
+
+def repair(sub: _Sub, part: np.ndarray, caps: list[int]) -> np.ndarray:
+    """Part sizes within the capacities: move vertices out of overfull parts where that
+    costs least (gains from the sparse edges, never an n x k table)."""
+    k = len(caps)
     sizes = np.bincount(part, minlength=k)
-    excess = sizes - np.array(targets)
-    if not excess.any():
+    excess = sizes - np.array(caps)
+    if not (excess > 0).any():
         return part
-    # n x k: weight from each vertex to each part
-    conn = np.bincount(sub.row * k + part[sub.col], weights=sub.w, minlength=n * k).reshape(n, k)
     part = part.copy()
+    own = np.bincount(sub.row, weights=sub.w * (part[sub.row] == part[sub.col]), minlength=sub.n)
+    # candidate moves: a vertex of an overfull part to a part with room it is connected to
+    e = (excess[part[sub.row]] > 0) & (excess[part[sub.col]] < 0)
+    key, inv = np.unique(sub.row[e] * k + part[sub.col[e]], return_inverse=True)
+    to = np.bincount(inv, weights=sub.w[e], minlength=len(key))
+    v, b = key // k, key % k
+    order = np.lexsort((b, v, -(to - own[v])))           # best gain first, ties in a fixed order
+    moved = np.zeros(sub.n, bool)
+    for i in order:
+        x, y = int(v[i]), int(b[i])
+        a = part[x]
+        if moved[x] or excess[a] <= 0 or excess[y] >= 0:
+            continue
+        part[x] = y
+        moved[x] = True
+        excess[a] -= 1
+        excess[y] += 1
+    # what is still over goes where there is most room, the least attached vertices first
     for a in np.flatnonzero(excess > 0):
-        verts = np.flatnonzero(part == a)
-        under = np.flatnonzero(excess < 0)
-        if not len(under):
-            break
-        gain = conn[np.ix_(verts, under)] - conn[verts, a][:, None]
-        order = np.argsort(-gain, axis=None, kind="stable")
-        moved = np.zeros(len(verts), bool)
-        for flat in order:
-            if excess[a] <= 0:
-                break
-            vi, bi = divmod(int(flat), len(under))
-            b = under[bi]
-            if moved[vi] or excess[b] >= 0:
-                continue
-            part[verts[vi]] = b
-            moved[vi] = True
+        verts = np.flatnonzero((part == a) & ~moved)
+        for x in verts[np.argsort(own[verts], kind="stable")][:excess[a]]:
+            y = int(np.argmin(excess))
+            part[x] = y
             excess[a] -= 1
-            excess[b] += 1
+            excess[y] += 1
     return part
 
 
@@ -148,17 +185,16 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 where[rk] = slot[rk]
                 continue
             caps = [c.capacity for c in node.children]
-            targets = target_sizes(len(rk), caps, fill)
-            live = [i for i, t in enumerate(targets) if t > 0]
+            live = live_children(len(rk), caps, fill)
             if len(live) == 1:
                 nxt.append((rk, node.children[live[0]]))
                 continue
             sub = _Sub(W, rk, pos)
-            tl = [targets[i] for i in live]
+            tl = [caps[i] for i in live]
             if sub.nnz == 0 or len(rk) <= len(live):
-                part = np.repeat(np.arange(len(live)), tl)        # nothing to gain: keep the order
+                part = _in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
-                part = _metis_split(sub, tl, seed + 7919 * depth)
+                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine)
             for j, child in enumerate(kids):
                 members = rk[part == j]
@@ -169,9 +205,63 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     return slot
 
 
+def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | None:
+    """slot_of_rank by partitioning then mapping: the ranks cut into one part per node (the
+    split portfolio, capacities = the nodes' slots), the parts placed on the nodes by a
+    quadratic-assignment search on the network's own distances, then each node split down
+    its internals. The alternative to bisecting the network where nodes are not all equally
+    far apart (tori, meshes, switch trees, dragonflies); None where it does not apply."""
+    from rankmap.mapper.refine import Problem
+    k = machine.nnodes
+    if machine.network is None or not 3 <= k <= QAP_MAX_NODES:
+        return None
+    per = machine.slots_by_node()
+    reps = np.array([p[0] for p in per])
+    nodes = replace(machine, slot_node=np.arange(k), slot_core=machine.slot_core[reps], lvl=machine.lvl[reps])
+    a, b = np.triu_indices(k, 1)
+    if np.ptp(nodes.distance(a, b)) == 0:
+        return None                                           # all nodes equally far: the cut is all
+    n = graph.n
+    sub = _Sub(graph.W, np.arange(n), np.full(n, -1, dtype=np.int64))
+    caps = [len(p) for p in per]
+    part = split(sub, caps, seed, n + graph.W.nnz)
+    Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
+    Q.setdiag(0)
+    Q.eliminate_zeros()
+    qap = Problem(Graph(W=Q.tocsr()), nodes)
+    place, _, _ = qap.tabu(np.arange(k), seed, QAP_ITERATIONS)   # part p goes to node place[p]
+    sizes = np.bincount(part, minlength=k)
+    if (sizes > np.array(caps)[place]).any():
+        place = np.arange(k)                                  # unequal nodes: each part keeps its own
+    node = place[part]
+    slot = np.full(n, -1, dtype=np.int64)
+    leaves, stack = {}, [machine.tree()]
+    while stack:                                              # the node subtrees of the machine tree
+        t = stack.pop()
+        nd = machine.slot_node[t.slots]
+        if (nd == nd[0]).all():
+            leaves[int(nd[0])] = t
+        else:
+            stack.extend(t.children)
+    for v in range(k):
+        rk = np.flatnonzero(node == v)
+        if len(rk):
+            slot[rk] = hierarchical(graph, machine, leaves[v], seed, ranks=rk)[rk]
+    return slot
+
+
+def _in_order(n: int, caps: list[int]) -> np.ndarray:
+    """n ranks in order over parts of the given capacities, spread in proportion to them."""
+    share = np.array(caps, dtype=float) * n / sum(caps)
+    sizes = np.floor(share).astype(int)
+    for i in np.argsort(-(share - sizes), kind="stable")[: n - int(sizes.sum())]:
+        sizes[i] += 1
+    return np.repeat(np.arange(len(caps)), sizes)
+
+
 def _orient(sub: _Sub, node: TreeNode, part: np.ndarray, children: list, sizes: list, where: np.ndarray,
             machine: Machine) -> list:
-    """Which child each part goes to: among children of the same size, the assignment that
+    """Which child each part goes to: among children of the same capacity, the assignment that
     puts the parts' traffic with ranks outside this subtree over the shortest distances."""
     k = len(children)
     if len(set(sizes)) == len(sizes) or not len(sub.ext_col):
@@ -200,6 +290,11 @@ def _orient(sub: _Sub, node: TreeNode, part: np.ndarray, children: list, sizes: 
 
 
 def _same_cost(machine: Machine, node: TreeNode) -> bool:
-    """True when every pair of slots under node costs the same (e.g. the cores of one socket)."""
+    """True when every pair of slots under node costs the same (the cores of one socket, one
+    slot each; or the slots of one core). Oversubscribed cores are not: two slots of one core
+    cost nothing, of two cores the last level's cost."""
     lv = machine.lvl[node.slots]
-    return bool((lv[:, :-1] == lv[0, :-1]).all())
+    if not (lv[:, :-1] == lv[0, :-1]).all():
+        return False
+    cores = lv[:, -1]
+    return len(np.unique(cores)) in (1, len(cores))

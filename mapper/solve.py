@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mapper import baselines
-from mapper.graph import Graph, from_traffic
-from mapper.machine import Machine
-from mapper.partition import hierarchical
-from mapper.refine import Problem
-from profiler.errors import UserError
-from profiler.traffic import Traffic
+from rankmap.mapper import baselines
+from rankmap.mapper.graph import Graph, from_traffic
+from rankmap.mapper.machine import Machine
+from rankmap.mapper.partition import hierarchical
+from rankmap.mapper.refine import Problem
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.traffic import Traffic
 
 ALGORITHMS = ("metis", "scotch", "greedy", "random", "block", "cyclic")
 
@@ -106,7 +106,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         if algorithm == "metis":
             return "metis", hierarchical(graph, machine, root, sd, fill), sd
         if algorithm == "scotch":
-            from mapper.scotch import scotch_map
+            from rankmap.mapper.scotch import scotch_map
             return "scotch", scotch_map(graph, machine, sd), sd
         if algorithm == "greedy":
             return "greedy", baselines.greedy(graph, machine, sd), sd
@@ -117,6 +117,11 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     nstarts = (max(tries, work.starts) if work.starts > 1 and not quick else 1) if algorithm == "metis" \
         else max(1, tries) if algorithm == "scotch" else 1
     starts = [make(t) for t in range(nstarts)]
+    if algorithm == "metis":
+        from rankmap.mapper.partition import network_start
+        net = network_start(graph, machine, seed)
+        if net is not None:
+            starts.append(("network", net, seed))
     if search:
         # the default orders refined are candidates too: structured codes often start close to them
         starts += [(f"{k}+refine", v.copy(), seed) for k, v in defaults.items()
@@ -145,7 +150,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             best = (best[0], c, s, best[3])
             candidates[best[0]] = c
     if search and algorithm in ("metis", "scotch", "greedy"):
-        from mapper.linkload import balance
+        from rankmap.mapper.linkload import balance
         s, info = balance(traffic.offdiag(), machine, best[2])
         if info:
             c = prob.cost(s)
