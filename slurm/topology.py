@@ -1,0 +1,171 @@
+"""The network as the site describes it to Slurm: `--network slurm` asks
+`scontrol show topology` (topology/tree: switches; topology/block: blocks and their
+aggregates), `--network slurm:FILE` reads a topology.conf. Either way the answer is, for
+each host, its groups from the top down (switches, or aggregated blocks then the base
+block) — a description the mapper turns into a tree (rankmap.mapper.network.SwitchTree
+.from_paths) without ever running scontrol itself.
+
+topology/tree: `SwitchName=s0 Nodes=n[1-2]` (a leaf) and `SwitchName=s2 Switches=s[0-1]`;
+scontrol adds `Level=` and lists under an upper switch every node below it. topology/block
+(Slurm 23.11+): `BlockName=b1 Nodes=n[1-4]` and `BlockSizes=4,16` (the base block size in
+nodes, then the aggregate sizes: 2^k consecutive base blocks in the order they are
+defined; by default 1, 2, 4 and 8 blocks); scontrol prints `BlockName=... BlockSize=`
+for base blocks and `AggregatedBlock=...` for aggregates."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rankmap.mapper import hostnames
+from rankmap.profiler.errors import UserError
+
+
+def _records(text: str) -> list[dict]:
+    """Key=value records, one per line; keys are case-insensitive (Slurm's parser), # starts
+    a comment."""
+    out = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        rec = {}
+        for tok in line.split():
+            k, eq, v = tok.partition("=")
+            if eq:
+                rec[k.lower()] = v
+        if rec:
+            out.append(rec)
+    return out
+
+
+def _expand(hostlist: str, where: str) -> list[str]:
+    try:
+        return hostnames.expand(hostlist)
+    except UserError as e:
+        raise UserError(f"{where}: {e}") from None
+
+
+def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
+    """Each host's switches, top first. A switch's nodes are its own and those of the
+    switches below it; its level is Slurm's (scontrol) or one above its highest child."""
+    sw = {}
+    for r in recs:
+        name = r["switchname"]
+        if name in sw:
+            raise UserError(f"{where}: switch {name} is defined twice")
+        sw[name] = {"nodes": set(_expand(r["nodes"], where)) if r.get("nodes") else set(),
+                    "children": _expand(r["switches"], where) if r.get("switches") else [],
+                    "level": int(r["level"]) if r.get("level", "").isdigit() else None}
+    for name, s in sw.items():
+        for c in s["children"]:
+            if c not in sw:
+                raise UserError(f"{where}: switch {name} names an undefined child switch {c}")
+
+    def settle(name, seen=()):
+        s = sw[name]
+        if name in seen:
+            raise UserError(f"{where}: switch {name} is its own descendant")
+        if s.get("done"):
+            return s
+        for c in s["children"]:
+            cs = settle(c, seen + (name,))
+            s["nodes"] |= cs["nodes"]
+        if s["level"] is None:
+            s["level"] = 1 + max((sw[c]["level"] for c in s["children"]), default=-1)
+        s["done"] = True
+        return s
+
+    for name in sw:
+        settle(name)
+    paths: dict[str, list] = {}
+    for name in sorted(sw, key=lambda n: (-sw[n]["level"], n)):
+        for h in sw[name]["nodes"]:
+            paths.setdefault(h, []).append(name)
+    levels = 1 + max((s["level"] for s in sw.values()), default=0)
+    leaves = sum(1 for s in sw.values() if not s["children"])
+    return paths, f"{len(sw)} switch(es) on {levels} level(s), {leaves} leaf switch(es)"
+
+
+def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
+    """Each host's aggregated blocks (largest first), then its base block."""
+    sizes_text = next((r["blocksizes"] for r in recs if "blocksizes" in r), None)
+    blocks = [r for r in recs if "blockname" in r or "aggregatedblock" in r]
+    if not blocks:
+        raise UserError(f"{where}: no BlockName lines")
+    from_scontrol = any("blocksize" in r or "aggregatedblock" in r for r in blocks)
+    paths: dict[str, list] = {}
+    if from_scontrol:
+        # scontrol lists every block (base and aggregated) with its nodes and size
+        sized = []
+        for r in blocks:
+            name = r.get("aggregatedblock") or r["blockname"]
+            nodes = _expand(r.get("nodes", ""), where) if r.get("nodes") else []
+            size = int(r["blocksize"]) if r.get("blocksize", "").isdigit() else len(nodes)
+            sized.append((-size, "aggregatedblock" not in r, name, nodes))
+        for _, _, name, nodes in sorted(sized, key=lambda x: (x[0], x[1])):
+            for h in nodes:
+                paths.setdefault(h, []).append(name)
+        nbase = sum(1 for r in blocks if "aggregatedblock" not in r)
+        return paths, f"{nbase} block(s) and {len(blocks) - nbase} aggregate(s)"
+    base = [(r["blockname"], _expand(r["nodes"], where)) for r in blocks if r.get("nodes")]
+    if not base:
+        raise UserError(f"{where}: the blocks have no Nodes=")
+    if sizes_text:
+        try:
+            sizes = [int(x) for x in sizes_text.split(",") if x.strip()]
+        except ValueError:
+            raise UserError(f"{where}: BlockSizes={sizes_text} is not a list of numbers") from None
+        if not sizes or sizes[0] < 1 or any(s % sizes[0] or not math.log2(s // sizes[0]).is_integer() for s in sizes):
+            raise UserError(f"{where}: BlockSizes={sizes_text}: each size must be the base size times a power of two")
+        factors = sorted({s // sizes[0] for s in sizes})
+    else:
+        factors = [1, 2, 4, 8]                      # Slurm's default: 1, 2, 4 and 8 base blocks
+    factors = [f for f in factors if f > 1 and f < 2 * len(base)]
+    for i, (name, nodes) in enumerate(base):
+        aggs = [f"{'+'.join(b[0] for b in base[(i // f) * f:(i // f + 1) * f])}" for f in reversed(factors)]
+        for h in nodes:
+            paths.setdefault(h, []).extend(aggs + [name])
+    return paths, f"{len(base)} block(s)" + (f", aggregates of {', '.join(map(str, factors))}" if factors else "")
+
+
+def parse(text: str, where: str) -> dict:
+    """scontrol's answer or a topology.conf as a network description:
+    {"kind": "switches" | "blocks", "label": ..., "paths": {host: [group, ...]}}."""
+    recs = _records(text)
+    if any("switchname" in r for r in recs):
+        paths, what = _tree_paths([r for r in recs if "switchname" in r], where)
+        kind, plugin = "switches", "topology/tree"
+    elif any("blockname" in r or "aggregatedblock" in r or "blocksizes" in r for r in recs):
+        paths, what = _block_paths(recs, where)
+        kind, plugin = "blocks", "topology/block"
+    else:
+        raise UserError(f"{where}: describes no switches (SwitchName=) and no blocks (BlockName=); "
+                        "is a topology plugin (topology/tree or topology/block) configured?")
+    return {"kind": kind, "label": f"Slurm {plugin} ({where}): {what}", "paths": paths}
+
+
+def describe(file: str | None = None) -> dict:
+    """The site's network: from a topology.conf file, or from `scontrol show topology`."""
+    if file:
+        path = Path(file)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise UserError(f"{path}: {e.strerror or e}") from None
+        return parse(text, str(path))
+    from rankmap.slurm import cluster
+    text = cluster.query(["scontrol", "show", "topology"])
+    if not text.strip():
+        raise UserError("`scontrol show topology` describes no network: this cluster runs without a topology "
+                        "plugin (TopologyPlugin=topology/tree or topology/block); give a topology.conf with "
+                        "--network slurm:FILE, or the network with --network fat-tree:... / --torus")
+    return parse(text, "scontrol show topology")
+
+
+def for_hosts(desc: dict, hosts: list[str]) -> dict:
+    """The description reduced to the hosts a machine uses (a site lists every node)."""
+    missing = [h for h in hosts if h not in desc["paths"]]
+    if missing:
+        raise UserError(f"{desc['label'].split(':')[0]}: host {missing[0]} is under no switch or block"
+                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    return dict(desc, paths={h: desc["paths"][h] for h in hosts})

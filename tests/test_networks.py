@@ -1,0 +1,160 @@
+"""Networks of the machine model, against hand-computed cases: fat trees with
+oversubscription, dragonflies (minimal and Valiant routing), N-D tori with mixed
+wrap-around (Tofu), the --network option, and machines that keep their nodes' places
+when reduced to some of them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from rankmap.mapper import allocation, machine, metrics, network, solve, spec as mspec
+from rankmap.mapper.graph import from_traffic
+from rankmap.mapper.refine import Problem
+from rankmap.profiler.errors import UserError
+from rankmap.profiler.traffic import Traffic
+
+
+def traffic(entries: dict, n: int) -> Traffic:
+    r, c, v = zip(*[(i, j, w) for (i, j), w in entries.items()])
+    return Traffic(bytes=sp.csr_matrix((v, (r, c)), shape=(n, n), dtype=float), source="test", format="test")
+
+
+def hosts(n):
+    return [f"n{i}" for i in range(n)]
+
+
+# --------------------------------------------------------------------------- fat tree
+
+def test_fat_tree_oversubscription_divides_the_uplinks():
+    """4 leaves of 4 nodes, 2:1 at the leaves: each leaf has 2 links up. Nodes 0 and 1
+    (leaf 0) send 10 B each to leaf 1: 20 B over 2 uplinks = 10 B per link."""
+    m = machine.build(hosts(16), ["core:1"], network="fat-tree:4x4:oversub=2")
+    assert m.level_names == ["switch0", "node", "package", "core"]
+    r = metrics.evaluate(traffic({(0, 4): 10, (1, 5): 10}, 16).bytes, m, np.arange(16))
+    assert r["max_global_link_load"] == 10.0           # 20 B on the 2 uplinks of leaf 0
+    assert r["max_link_load"] == 10.0                   # and each node's own link
+    assert r["net_hop_bytes"] == 20 * 4                 # node-leaf-top-leaf-node
+    full = machine.build(hosts(16), ["core:1"], network="fat-tree:4x4")
+    assert metrics.evaluate(traffic({(0, 4): 10, (1, 5): 10}, 16).bytes, full, np.arange(16))[
+        "max_global_link_load"] == 20.0                 # one (logical) link per leaf without fat-tree links
+
+
+def test_fat_tree_from_simgrid_parameters():
+    """SimGrid's 2;8,4;1,2;1,1: leaves of 8 nodes with 2 uplinks (to 2 spines) = 4:1."""
+    net = network.from_spec("fat-tree:2;8,4;1,2;1,1", hosts(32))
+    assert net.arities == (4, 8)
+    assert [float(u) for u in net.uplinks] == [2.0, 1.0]
+    t3 = network.switch_tree("2x4x8", 64, "2x4")        # per switch level below the top, top to bottom
+    assert [float(u) for u in t3.uplinks] == [4.0, 2.0, 1.0]   # leaf: 8/4 = 2 links; level 0: 4 x 2 / 2 = 4
+    assert "2:1 4:1" in t3.describe()
+
+
+# --------------------------------------------------------------------------- dragonfly
+
+def test_dragonfly_minimal_routes():
+    """4 groups x 4 routers x 2 nodes; the link from group g to group t is on router t."""
+    d = network.from_spec("dragonfly:4x4x2", hosts(32))
+    # node 0 = (g0, r0); 2 = (g0, r1); 9 = (g1, r0); 31 = (g3, r3)
+    na, nb = np.array([0, 0, 0, 9, 2]), np.array([1, 2, 9, 31, 0])
+    assert d.hops(na, nb).tolist() == [2, 3, 4, 5, 3]
+    loads = d.link_loads(np.array([0]), np.array([9]), np.array([8.0]))
+    kinds = d.link_kinds()
+    # g0 r0 -> r1 (the router holding the link to group 1), the global link, and in group 1
+    # the link arrives on router 0 = the destination's router: no second local hop
+    assert loads[kinds == "local"].sum() == 8 and loads[kinds == "global"].sum() == 8
+    assert loads[kinds == "injection"].sum() == 16
+
+
+def test_dragonfly_valiant_spreads_over_the_other_groups():
+    d = network.from_spec("dragonfly:4x4x1:routing=valiant", hosts(16))
+    loads = d.link_loads(np.array([0]), np.array([4]), np.array([6.0]))   # group 0 -> group 1
+    glob = loads[d.link_kinds() == "global"].reshape(4, 4)
+    # half through group 2, half through group 3; never the direct link
+    assert glob[0, 1] == 0 and glob[0, 2] == glob[2, 1] == glob[0, 3] == glob[3, 1] == 3.0
+
+
+def test_dragonfly_levels_and_costs_match_the_search():
+    m = machine.build(hosts(32), ["pack:1 core:2"], network="dragonfly:4x4x2")
+    assert m.level_names == ["group", "router", "node", "package", "core"]
+    t = traffic({(0, 2): 5, (0, 4): 3, (0, 20): 7, (1, 63): 1}, 64)
+    slot = np.arange(64)
+    W = sp.triu(from_traffic(t).W, 1).tocoo()
+    py = float((W.data * m.distance(W.row, W.col)).sum())
+    assert Problem(from_traffic(t), m).cost(slot) == pytest.approx(py)
+    # same node < same router < same group < another group
+    d = m.distance(np.array([0, 0, 0, 0]), np.array([1, 2, 4, 16]))
+    assert list(d) == sorted(d) and len(set(d)) == 4
+
+
+# --------------------------------------------------------------------------- tori
+
+def test_tofu_is_a_6d_torus_with_two_line_dimensions():
+    m = machine.build(hosts(2 * 2 * 2 * 12), ["core:1"], network="tofu:2x2x2")
+    net = m.network
+    assert net.dims == (2, 2, 2, 2, 3, 2) and net.wrap == (True, True, True, False, True, False)
+    b = net.pos(np.array([[0, 0, 0, 0, 2, 0]]))[0]     # b is a ring of 3: 0 -> 2 is one hop back
+    c = net.pos(np.array([[0, 0, 0, 0, 0, 1]]))[0]
+    assert net.hops(np.array([0, 0]), np.array([b, c])).tolist() == [1, 1]
+    wrap = network.parse_spec("torus:4x4:wrap=10")
+    m2 = machine.build(hosts(16), ["core:1"], network=wrap)
+    # x is a ring (0 -> 3: one hop), y a line (0 -> 3: three hops)
+    assert m2.network.hops(np.array([0, 0]), np.array([3, 12])).tolist() == [1, 3]
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    ("dragonfly:4x4", "GROUPSxROUTERSxNODES"), ("torus:4x4:wrap=1", "one 1 .ring. or 0"),
+    ("fat-tree:4x8:oversub=0.5", "ratio.s. >= 1"), ("ring:4", "unknown kind"),
+    ("dragonfly:4x4x2:routing=ugal", "minimal or valiant"), ("fat-tree", "KIND:SHAPE"),
+    ("torus:4x4:oversub=2", "takes no 'oversub'"),
+])
+def test_bad_network_specs(bad, fragment):
+    with pytest.raises(UserError, match=fragment):
+        machine.build(hosts(8), ["core:1"], network=bad)
+
+
+def test_one_network_only():
+    with pytest.raises(UserError, match="choose one network"):
+        machine.build(hosts(8), ["core:1"], network="fat-tree:2x4", torus="2x4")
+
+
+# --------------------------------------------------------------------------- places are kept
+
+@pytest.mark.parametrize("net", ["fat-tree:4x4:oversub=2", "dragonfly:4x2x2"])
+def test_reduced_machines_keep_node_places(net):
+    spec = mspec.make(hosts(16), ["core:2"], network=net)
+    m = mspec.build(spec)
+    frozen = mspec.frozen(spec, m)
+    part = mspec.restrict(frozen, ["n5", "n9", "n14"])
+    sub = mspec.build(part)
+    full_d = m.distance(np.array([10, 10]), np.array([18, 28]))        # slots of n5 -> n9, n5 -> n14
+    assert sub.distance(np.array([0, 0]), np.array([2, 4])).tolist() == full_d.tolist()
+    alloc = allocation.restrict(m, [5, 9, 14])
+    assert alloc.network.describe() == m.network.describe()
+    assert (alloc.network.groups[:, :-1] == m.network.groups[[5, 9, 14], :-1]).all()
+
+
+def test_mapping_on_a_dragonfly_is_never_worse_than_block():
+    n = 64
+    ent = {(i, (i + 1) % n): 100.0 for i in range(n)} | {(i, (i + 8) % n): 50.0 for i in range(n)}
+    t = traffic(ent, n)
+    m = machine.build(hosts(16), ["pack:2 core:2"], network="dragonfly:4x2x2")
+    r = solve.solve(t, m)
+    ours = metrics.evaluate(t.bytes, m, r.slot_of_rank)
+    block = metrics.evaluate(t.bytes, m, np.arange(n))
+    assert ours["sum_com"] <= block["sum_com"] and ours["max_global_link_load"] <= block["max_global_link_load"]
+
+
+def test_torus_link_loads_are_the_walks_routes():
+    """link_loads sums each dimension's run with a difference array; it must put exactly the
+    bytes of Torus.walk's dimension-order routes on each link (rings, lines, ties, wraps)."""
+    rng = np.random.default_rng(3)
+    for dims, wrap in [((4,), (True,)), ((5, 4), (True, False)), ((2, 2, 2, 2, 3, 2), (True,) * 3 + (False, True, False)),
+                       ((6, 5, 2), (False,) * 3)]:
+        n = int(np.prod(dims))
+        t = network.torus_from("x".join(map(str, dims)), hosts(n), None, wrap=wrap)
+        na, nb, w, grp = rng.integers(0, n, 400), rng.integers(0, n, 400), rng.random(400), rng.integers(0, 3, 400)
+        walked = np.zeros((3, t.positions, len(dims), 2))
+        for idx, p, d, direction in t.walk(na, nb):
+            np.add.at(walked, (grp[idx], p, d, direction), w[idx])
+        assert np.allclose(t.link_loads(na, nb, w, grp, 3), walked)
