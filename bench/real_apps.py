@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Real applications end to end: NPB 3.4 MPI (BT, CG, FT, LU, MG, SP) and proxy applications
+(LULESH 2, miniFE, CloverLeaf, HPCG, miniAMR) built from their public sources, run on
+simulated clusters (SimGrid SMPI) through rankmap's smpi launcher, mapped, and compared by
+trace replay under every placement and every competitor's mapping (issue 10); and the real
+traffic graphs at 512-4,096 ranks in bench/data/apps (issue 9).
+
+    .venv/bin/python bench/real_apps.py --sources DIR [--work DIR] PHASE [options]
+
+The sources are never part of rankmap: download them into DIR (docs/real-apps.md says from
+where; any layout, they are found by their files). Phases cache what they produce under
+--work and skip what exists, so an interrupted run resumes where it stopped:
+
+  sources   what was found under DIR: versions, commits
+  build     compile the programs (--toolchain smpi for the simulated runs, mpi for real ones)
+  graphs    512-4,096-rank traffic graphs -> bench/data/apps/*.mtx, index.json, PROVENANCE.md
+  trace     16-256-rank traces with measured compute, for the replays
+  replay    every placement and competitor on each machine and network speed
+  table     the tables from the cached replays (--markdown for docs/real-apps.md)
+  all       build, trace, replay, table
+
+Run heavy phases one at a time under `nice -n 10`: every rank runs in one process."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from rankmap.profiler.errors import UserError  # noqa: E402
+
+from real_apps import cases as C  # noqa: E402
+from real_apps import replay as R  # noqa: E402
+from real_apps import sources  # noqa: E402
+
+DEFAULT_WORK = Path(os.environ.get("RANKMAP_REAL_APPS_WORK", "real-apps-work"))
+
+
+def _sources_dir(args) -> Path:
+    if not args.sources:
+        raise UserError("this phase needs --sources DIR (the downloaded applications; see docs/real-apps.md)")
+    return Path(args.sources)
+
+
+def cmd_sources(args) -> int:
+    src = _sources_dir(args)
+    found = sources.find(src)
+    for key, app in sources.APPS.items():
+        if key in found:
+            d = sources.describe(key, found[key])
+            mod = " (MODIFIED)" if d.get("modified") else ""
+            print(f"{key:10} {app.title} {d.get('version', '?')}: {found[key]}  commit {d.get('commit', '-')}{mod}  "
+                  f"digest {d['digest']}")
+        else:
+            print(f"{key:10} {app.title}: not found (get it from {app.repo})")
+    return 0 if found else 1
+
+
+def _targets(cases: list) -> dict:
+    want: dict = {}
+    for c in cases:
+        want.setdefault(c.app, set())
+        if c.npb:
+            want[c.app].add(c.npb)
+    return want
+
+
+def cmd_build(args) -> int:
+    src = _sources_dir(args)
+    cases = C.select(C.GRAPHS + C.TRACES, args.only)
+    for app, targets in sorted(_targets(cases).items()):
+        if args.apps and app not in args.apps.split(","):
+            continue
+        exes = sources.build(app, src, args.work, args.toolchain, sorted(targets))
+        for name, exe in exes.items():
+            print(f"{args.toolchain:5} {name:10} {exe}")
+    return 0
+
+
+def cmd_graphs(args) -> int:
+    from real_apps import graphs
+    cases = C.select(C.GRAPHS, args.only)
+    if args.list:
+        for c in cases:
+            print(f"{c.name:28} {c.ranks:5}  {c.what}")
+        return 0
+    return graphs.run(cases, _sources_dir(args), args.work, args.timeout, args.keep_traces)
+
+
+def cmd_trace(args) -> int:
+    from real_apps import capture
+    cases = C.select(C.TRACES, args.only)
+    if args.list:
+        for c in cases:
+            print(f"{c.name:28} {c.ranks:5}  {c.what}")
+        return 0
+    src = _sources_dir(args)
+    platform = capture.capture_platform(args.work)
+    failed = []
+    for case in cases:
+        exe = sources.build(case.app, src, args.work, "smpi", [case.npb] if case.npb else ())[case.target]
+        try:
+            capture.run_case(case, exe, args.work / "traces" / case.name, platform, "measured", args.timeout)
+            capture.replayable(args.work / "traces" / case.name / "trace" / "trace.ti")
+        except UserError as e:
+            print(f"  {case.name}: FAILED: {str(e).splitlines()[0]}")
+            failed.append(case.name)
+    return 1 if failed else 0
+
+
+def _machines_scales(args):
+    machines = args.machines.split(",") if args.machines else list(R.MACHINES)
+    bad = [m for m in machines if m not in R.MACHINES]
+    if bad:
+        raise UserError(f"unknown machine {bad[0]!r}; choose among {', '.join(R.MACHINES)}")
+    scales = [float(x) for x in args.scales.split(",")] if args.scales else list(R.SCALES)
+    return machines, scales
+
+
+def _wanted(args):
+    if not args.competitors:
+        return R.COMPETITORS
+    return "all" if args.competitors == "all" else tuple(args.competitors.split(","))
+
+
+def cmd_replay(args) -> int:
+    machines, scales = _machines_scales(args)
+    return R.run(C.select(C.TRACES, args.only), args.work, machines, scales, wanted=_wanted(args))
+
+
+def cmd_table(args) -> int:
+    from real_apps import table
+    machines, scales = _machines_scales(args)
+    rows = table.load(args.work, C.select(C.TRACES, args.only), machines, scales, _wanted(args))
+    print(table.text(rows, args.markdown))
+    print()
+    print(table.competitors_text(rows, args.markdown))
+    print()
+    for line in table.targets(rows):
+        print(("- " if args.markdown else "") + line)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+def cmd_all(args) -> int:
+    for f in (cmd_build, cmd_trace, cmd_replay, cmd_table):
+        rc = f(args)
+        if rc and f is cmd_build:
+            return rc
+    return 0
+
+
+def main(argv=None) -> int:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--sources", default=argparse.SUPPRESS, help="Directory holding the downloaded applications.")
+    common.add_argument("--work", type=Path, default=argparse.SUPPRESS,
+                        help="Builds, traces, mappings and results (default: $RANKMAP_REAL_APPS_WORK or "
+                             "./real-apps-work).")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 parents=[common])
+    sub = ap.add_subparsers(dest="phase", required=True)
+    _add = sub.add_parser
+
+    def add_parser(name, **kw):        # --sources/--work before or after the phase
+        return _add(name, parents=[common], **kw)
+    sub.add_parser = add_parser
+    sub.add_parser("sources", help="List the applications found under --sources.")
+    b = sub.add_parser("build", help="Compile the programs.")
+    b.add_argument("--toolchain", choices=sorted(sources.TOOLCHAINS), default="smpi")
+    b.add_argument("--apps", help="Comma-separated application keys (npb, lulesh, minife, cloverleaf, hpcg, miniamr).")
+    b.add_argument("--only", help="Only what these cases need (comma-separated name fragments).")
+    g = sub.add_parser("graphs", help="The 512-4,096-rank traffic graphs (bench/data/apps).")
+    g.add_argument("--only", help="Comma-separated case name fragments, e.g. lulesh,npb-lu.")
+    g.add_argument("--list", action="store_true", help="List the cases and stop.")
+    g.add_argument("--timeout", type=float, default=3600, help="Seconds per capture.")
+    g.add_argument("--keep-traces", action="store_true", help="Keep the SMPI traces (they can be GBs).")
+    t = sub.add_parser("trace", help="16-256-rank traces with measured compute (for the replays).")
+    t.add_argument("--only", help="Comma-separated case name fragments.")
+    t.add_argument("--list", action="store_true", help="List the cases and stop.")
+    t.add_argument("--timeout", type=float, default=3600, help="Seconds per capture.")
+    for name, hlp in (("replay", "Every placement and competitor, every machine and network speed."),
+                      ("table", "The tables from the cached replays."),
+                      ("all", "build, trace, replay, table.")):
+        r = sub.add_parser(name, help=hlp)
+        r.add_argument("--only", help="Comma-separated case name fragments.")
+        r.add_argument("--machines", help="Comma-separated: angara-k1, desmos, fat-tree (default: all three).")
+        r.add_argument("--scales", help="Network speeds relative to nominal, e.g. 1,0.25 "
+                                        "(default: 1,0.25,0.0625,0.015625).")
+        r.add_argument("--competitors", help="Comma-separated names from bench/competitors.py, or all (default: the "
+                                             "strongest configuration of each: " + ",".join(R.COMPETITORS) + ").")
+        if name in ("table", "all"):
+            r.add_argument("--markdown", action="store_true", help="Markdown tables (docs/real-apps.md).")
+            r.add_argument("--json", help="Write every row to this file.")
+        if name == "all":
+            r.add_argument("--toolchain", default="smpi", help=argparse.SUPPRESS)
+            r.add_argument("--apps", help=argparse.SUPPRESS)
+            r.add_argument("--list", action="store_true", help=argparse.SUPPRESS)
+            r.add_argument("--timeout", type=float, default=3600, help="Seconds per capture.")
+    args = ap.parse_args(argv)
+    args.sources = getattr(args, "sources", None)
+    args.work = Path(getattr(args, "work", DEFAULT_WORK)).resolve()
+    try:
+        return {"sources": cmd_sources, "build": cmd_build, "graphs": cmd_graphs, "trace": cmd_trace,
+                "replay": cmd_replay, "table": cmd_table, "all": cmd_all}[args.phase](args)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
