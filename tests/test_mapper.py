@@ -2,6 +2,8 @@
 never-worse-than-defaults, whole-cluster mode, Scotch and greedy backends."""
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -11,6 +13,8 @@ from rankmap.mapper.graph import from_traffic
 from rankmap.mapper.refine import Problem
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.traffic import Traffic
+
+from conftest import require
 
 
 
@@ -172,10 +176,34 @@ def test_backends_on_a_torus(algorithm):
     assert r.cost <= r.defaults["block"]
 
 
-def test_scotch_tleaf_target():
-    m = machine.build([f"n{i}" for i in range(4)], ["pack:2 core:8"])
-    r = solve.solve(ring(64), m, algorithm="scotch", refine=False)
-    assert len(np.unique(r.slot_of_rank)) == 64
+def scrambled_ring(n, seed=7):
+    """A ring whose neighbours are far apart in rank order: block is bad, the ring's order is best."""
+    perm = np.random.default_rng(seed).permutation(n)
+    return traffic({(int(perm[i]), int(perm[(i + 1) % n])): 1000 for i in range(n)}, n), perm
+
+
+@pytest.mark.parametrize("torus", [None, "2x2x2"])
+def test_scotch_itself_maps(torus):
+    """Scotch's own mapping, not a fallback: scotch_gmap runs (tleaf target on a plain tree,
+    decomposition-defined target on a torus), and without refinement its result is what the
+    solver returns, far below block, at the ring's optimum on the tree."""
+    from rankmap.mapper.scotch import scotch_map
+    require(shutil.which("scotch_gmap") is not None and shutil.which("amk_grf") is not None, "Scotch not installed")
+    m = machine.build([f"n{i}" for i in range(4)], ["pack:2 core:8"]) if torus is None else \
+        machine.build([f"n{i}" for i in range(8)], ["pack:2 core:4"], torus=torus)
+    t, perm = scrambled_ring(64)
+    prob = Problem(from_traffic(t), m)
+    block = prob.cost(baselines.block(64, m))
+    in_ring_order = np.empty(64, int)
+    in_ring_order[perm] = np.arange(64)
+    s = scotch_map(from_traffic(t), m, 0)
+    assert sorted(s.tolist()) == list(range(64))
+    assert prob.cost(s) <= prob.cost(in_ring_order) and prob.cost(s) < block / 5
+    if torus is None:
+        assert prob.cost(s) == prob.cost(in_ring_order)         # consecutive cores: the optimum
+    r = solve.solve(t, m, algorithm="scotch", refine=False)
+    assert r.chosen == "scotch" and not r.fell_back and "scotch" in r.candidates
+    assert r.cost == prob.cost(r.slot_of_rank) <= prob.cost(s) and r.cost < r.defaults["block"] / 5
 
 
 def test_whole_cluster_picks_a_compact_box():
