@@ -121,7 +121,7 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
     run_id = datetime.now().strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:8]
     preload = str(lib) + (":" + os.environ["LD_PRELOAD"] if os.environ.get("LD_PRELOAD") else "")
     env_tool = {"LD_PRELOAD": preload, "RANKMAP_PROFILE_DIR": str(directory), "RANKMAP_PROFILE_RUN_ID": run_id}
-    if flush_seconds:
+    if flush_seconds is not None:
         env_tool["RANKMAP_PROFILE_FLUSH_SECONDS"] = str(flush_seconds)
     env_tool.update(extra_env or {})
     argv = _with_env(command, kind, env_tool, impl)

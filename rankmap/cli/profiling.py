@@ -18,7 +18,9 @@ from rankmap.cli.options import NON_NEGATIVE, POSITIVE, _model
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]),
               help="MPI the program uses (default: from the launcher or the program's libraries).")
 @click.option("--flush-seconds", type=NON_NEGATIVE, metavar="S",
-              help="Also write a snapshot every S seconds (survives SIGKILL).")
+              help="Snapshots (default 1): while its counters change, each rank also writes them to the run file, "
+                   "kept if the rank is then killed by SIGKILL; the first at its first collective after traffic or "
+                   "after S seconds, each next one no sooner than max(S, time since MPI_Init) later. 0: none.")
 @click.option("--timeout", type=POSITIVE, metavar="S", help="Kill the run after S seconds (its data is kept).")
 @click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL", callback=_model,
               help="Collective model for the printed summary (see show-profile).")
