@@ -84,10 +84,40 @@ def one_error_line(res, fragment: str) -> None:
 RANKMAP_CMD = [sys.executable, "-m", "rankmap.cli"]   # for commands a test runs under salloc
 
 
+# Markers that follow from what a test uses (registered with the others in pyproject.toml,
+# except `mpi`, registered here). Select a fast subset with
+#   pytest -m "not slurm and not smpi and not mpich and not mpi and not slow"
+FIXTURE_MARKS = {
+    "slurm_cluster": "slurm",      # the local Slurm cluster
+    "smpi_ok": "smpi",             # SimGrid SMPI (test_simulation.py)
+    "apps": "mpi",                 # programs compiled with mpicc, run with mpirun/mpiexec
+    "slowring": "mpi",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "mpi: launches real MPI jobs (mpirun, mpiexec)")
+
+
+@pytest.hookimpl(tryfirst=True)          # before -m deselects by the markers
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(item.fixturenames)          # with every fixture the test's fixtures use
+        for fixture, mark in FIXTURE_MARKS.items():
+            if fixture in names:
+                item.add_marker(mark)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("mpi") == "mpich":
+            item.add_marker("mpich")
+        if item.get_closest_marker("mpich") is not None:
+            item.add_marker("mpi")              # MPICH tests launch MPICH jobs
+
+
 def pytest_sessionfinish(session, exitstatus):
     rep = session.config.pluginmanager.get_plugin("terminalreporter")
-    if rep is None:
+    if rep is None or session.config.option.collectonly:
         return
+    # no test collected or selected: pytest's own exit status 5 stays (never success)
     passed = len(rep.stats.get("passed", []))
     skipped = len(rep.stats.get("skipped", []))
     if exitstatus == 0 and passed == 0:

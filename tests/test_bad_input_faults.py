@@ -56,6 +56,7 @@ def _fill(d: Path, leave_kib: int) -> None:
     (d / "filler").write_bytes(b"\0" * max(0, free - leave_kib * 1024))
 
 
+@pytest.mark.slow
 def test_full_disk_while_mapping_and_converting(small_disk, tmp_path):
     big = ["--nodes", "n[1-16]", "--node-topology", "pack:2 core:8"]
     matrix = tmp_path / "t.csv"

@@ -63,6 +63,7 @@ def test_kernels_match_the_library_openmpi(apps, p):
             assert "reduce of" in res.stderr and "bcast of" in res.stderr
 
 
+@pytest.mark.mpich
 @pytest.mark.parametrize("p", [3, 4, 8])
 def test_kernels_match_the_library_mpich(apps, p):
     exe = str(app(apps, "colltest", "mpich"))
@@ -157,6 +158,7 @@ def test_libpath_collectives():
     assert res.returncode == 0 and res.stdout.strip().endswith("librankmap_coll-openmpi.so")
 
 
+@pytest.mark.smpi
 def test_kernels_linked_into_an_smpi_program(tmp_path):
     """Under SMPI the kernels are linked into the harness: every kernel gives the right
     result on a simulated torus (the harness checks its sums)."""
@@ -176,6 +178,7 @@ def test_kernels_linked_into_an_smpi_program(tmp_path):
             assert len(lines) == 3 and all(ln.endswith(" ok") for ln in lines), (op, k, r.stdout)
 
 
+@pytest.mark.smpi
 def test_tune_collectives_writes_a_table_the_kernels_follow(tmp_path):
     """tune-collectives on a simulated cluster writes the size table; the kernels read it
     (RANKMAP_COLL_TUNING) and choose by it."""

@@ -154,6 +154,7 @@ def test_evaluate_reads_the_mapping_back(mapped):
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.slow
 def test_map_on_a_torus_with_coords(tmp_path):
     coords = tmp_path / "coords"
     coords.write_text("".join(f"n{i:02d} {i % 3} {(i // 3) % 3} {i // 9}\n" for i in range(36)))

@@ -137,6 +137,7 @@ def ring(n):
     return traffic({(i, (i + 1) % n): 1000 for i in range(n)}, n)
 
 
+@pytest.mark.slow
 def test_deterministic_for_a_seed():
     m = machine.build([f"n{i}" for i in range(8)], ["pack:2 core:4"], torus="2x2x2")
     rng = np.random.default_rng(5)
@@ -146,6 +147,7 @@ def test_deterministic_for_a_seed():
     assert np.array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_never_worse_than_the_defaults():
     m = machine.build([f"n{i}" for i in range(4)], ["pack:2 core:8"])
     # uniform all-to-all: every mapping costs the same; the default is returned, and said so

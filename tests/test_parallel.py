@@ -50,6 +50,7 @@ def test_exact_sizes_moves_the_loosest_ranks():
     assert Q.shape == (2, 2) and Q[0, 1] == Q[1, 0] == 2.0            # two ring edges join the parts
 
 
+@pytest.mark.mpi
 def test_parallel_mpirun_on_a_dragonfly(stencil, tmp_path):
     engine_ok()
     out = tmp_path / "m"

@@ -75,6 +75,7 @@ else:   # CI (every component required) without the sources: nothing to skip, sa
     warnings.warn("test_npb_lu_two_pass_verify not collected: " + NO_SOURCES)
 
 
+@pytest.mark.slow
 def test_missing_sources_is_one_line(tmp_path):
     res = subprocess.run([sys.executable, str(ROOT / "bench" / "real_apps.py"), "--sources", str(tmp_path / "none"),
                           "sources"], capture_output=True, text=True, timeout=60)

@@ -97,6 +97,7 @@ def test_two_run_files_without_run_json(real_run, tmp_path):
         read_run(d)
 
 
+@pytest.mark.mpi
 def test_program_that_is_not_mpi(tmp_path):
     res = run_profile(["mpirun.openmpi", "-np", "2", "true"], out=str(tmp_path / "r"), timeout=60)
     assert res.exit_code == 0
