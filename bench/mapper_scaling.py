@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Mapping time and peak memory at 10^3 .. 10^6 ranks (targets: 10^3 < 0.3 s, 10^4 < 2 s,
-10^5 < 20 s, 10^6 < 5 min on 2 cores; memory O(nnz)).
+"""Mapping time and peak memory at 10^3 .. 10^6 ranks (targets, issues 9 and 13: 10^3 < 1 s,
+10^4 < 3 s, 10^5 < 5 s and < 500 MB, 10^6 < 60 s and < 2 GB, on one core; memory O(nnz)).
 
 Traffic: a 3-D 7-point stencil (ranks on a near-cubic grid, face-sized weights) and a
 random sparse graph (8 random partners per rank, random weights). Machine: nodes of
 2 packages x 16 cores on a near-cubic 3-D torus just big enough. Each case runs in a fresh
 process so that its peak memory (ru_maxrss) is its own; the time is the whole `solve`
-(partitioning + refinement, default effort), the baseline is block order.
+(partitioning + refinement, default effort), the baseline is block order. The time checked is
+the mapping's CPU time (it runs on one core), so that other jobs on a shared machine do not
+inflate it; the wall time is printed beside it.
 
     .venv/bin/python bench/mapper_scaling.py [--sizes 1000,10000,100000,1000000] [--graphs stencil,random]
 """
@@ -20,7 +22,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET_S = {1000: 0.3, 10000: 2.0, 100000: 20.0, 1000000: 300.0}
+TARGET_S = {1000: 1.0, 10000: 3.0, 100000: 5.0, 1000000: 60.0}
+TARGET_MB = {100000: 500, 1000000: 2000}
 CORES_PER_NODE = 32
 
 
@@ -77,11 +80,11 @@ def one(kind: str, p: int) -> dict:
     hosts = [f"n{i}" for i in range(nodes)]
     m = machine.build(hosts, ["pack:2 core:16"], torus="x".join(map(str, dims)))
     t = Traffic(bytes=M, source=kind, format="synthetic")
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     res = solve.solve(t, m, seed=0)
-    secs = time.monotonic() - t0
+    secs, cpu = time.monotonic() - t0, time.process_time() - c0
     return {"kind": kind, "ranks": p, "nnz": int(M.nnz), "nodes": nodes, "torus": "x".join(map(str, dims)),
-            "seconds": secs, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "seconds": secs, "cpu": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "cost_vs_block": res.cost / res.defaults["block"], "chosen": res.chosen}
 
 
@@ -93,8 +96,8 @@ def main():
     ap.add_argument("--sizes", default="1000,10000,100000,1000000")
     ap.add_argument("--graphs", default="stencil,random")
     args = ap.parse_args()
-    print(f"{'graph':8} {'ranks':>8} {'nnz':>9} {'torus':>9} {'seconds':>8} {'target':>7} {'peak MB':>8} "
-          f"{'MB/Mnnz':>8} {'cost/block':>10}")
+    print(f"{'graph':8} {'ranks':>8} {'nnz':>9} {'torus':>9} {'CPU s':>8} {'wall s':>8} {'target':>7} {'peak MB':>8} "
+          f"{'target':>7} {'B/nnz':>6} {'cost/block':>10}")
     ok = True
     for kind in args.graphs.split(","):
         for p in (int(x) for x in args.sizes.split(",")):
@@ -105,12 +108,12 @@ def main():
                 ok = False
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            tgt = TARGET_S.get(p)
-            good = tgt is None or r["seconds"] < tgt
+            tgt, mb = TARGET_S.get(p), TARGET_MB.get(p)
+            good = (tgt is None or r["cpu"] < tgt) and (mb is None or r["peak_mb"] < mb)
             ok &= good
-            print(f"{kind:8} {p:8d} {r['nnz']:9d} {r['torus']:>9} {r['seconds']:8.2f} "
-                  f"{(f'<{tgt:g}' if tgt else '-'):>7} {r['peak_mb']:8.0f} {r['peak_mb'] / (r['nnz'] / 1e6):8.0f} "
-                  f"{r['cost_vs_block']:10.3f} {'ok' if good else 'SLOW'}", flush=True)
+            print(f"{kind:8} {p:8d} {r['nnz']:9d} {r['torus']:>9} {r['cpu']:8.2f} {r['seconds']:8.2f} "
+                  f"{(f'<{tgt:g}' if tgt else '-'):>7} {r['peak_mb']:8.0f} {(f'<{mb:g}' if mb else '-'):>7} "
+                  f"{r['peak_mb'] * 2**20 / r['nnz']:6.0f} {r['cost_vs_block']:10.3f} {'ok' if good else 'MISSED'}", flush=True)
     sys.exit(0 if ok else 1)
 
 

@@ -24,6 +24,10 @@ KAHIP_MAX_WORK = 400_000          # (vertices + edge entries) x log2(blocks)
 MTKAHYPAR_MAX_WORK = 1e7
 VCYCLE_MAX_WORK = 1_000_000
 TOP_SHARE = 8
+# Whole graphs above this (vertices + edge entries: about 7*10^4 ranks of a 7-point stencil)
+# get no Mt-KaHyPar (its V-cycles take seconds per split: the mapping-time target is 10^5
+# ranks in 5 s) and KaHIP only on clearly structured splits (partition.split_candidates)
+PORTFOLIO_MAX_WORK = 500_000
 # Mt-KaHyPar's gain tables take memory in proportion to vertices x blocks (about 1 GB for
 # 10^5 vertices into 3,125 blocks): beyond this product it is not used
 MTKAHYPAR_MAX_MEMORY = 3e7
@@ -136,7 +140,8 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
     top = n + nnz >= graph_work / TOP_SHARE
     if len(set(caps)) == 1 and (n + nnz) * math.log2(max(2, len(caps))) <= KAHIP_MAX_WORK and top:
         out.append("kahip")
-    if not mtkahypar_available() or not top or n * len(caps) > MTKAHYPAR_MAX_MEMORY:
+    if not mtkahypar_available() or not top or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
+            or graph_work > PORTFOLIO_MAX_WORK:
         return out
     if len(set(caps)) != 1 and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:
         out.append("mtkahypar")

@@ -128,7 +128,15 @@ class Machine:
         sub-tori, or switches), then each node's packages, NUMA nodes and cores."""
         nodes = np.arange(self.nnodes) if nodes is None else np.asarray(nodes)
         per = self.slots_by_node()
-        by_node = {int(n): self._node_subtree(int(n), per[int(n)]) for n in nodes}
+        by_node, shapes = {}, {}
+        for n in nodes.tolist():
+            idx = per[n]
+            # nodes of one shape share one subtree layout (10^5 nodes: built once, copied)
+            rel = self.lvl[idx, self.node_level + 1:]
+            key = (len(idx), (rel - rel[0]).tobytes())
+            if key not in shapes:
+                shapes[key] = _Layout(self._node_subtree(n, idx), idx, self.hosts[n])
+            by_node[n] = shapes[key].at(idx, self.hosts[n])
         if isinstance(self.network, Torus):
             root = self._torus_split(nodes, by_node)
         elif isinstance(self.network, Hierarchy):
@@ -181,6 +189,26 @@ class Machine:
         if len(kids) == 1:
             return kids[0]
         return TreeNode(np.concatenate([k.slots for k in kids]), kids, f"switch{level}")
+
+
+class _Layout:
+    """A node subtree as positions into its node's slots, to lay out on another node of the
+    same shape."""
+
+    def __init__(self, tree: TreeNode, idx: np.ndarray, host: str):
+        pos = np.empty(int(idx.max()) + 1, dtype=np.int64)
+        pos[idx] = np.arange(len(idx))
+        self.host = host
+
+        def local(t):
+            return (pos[t.slots], [local(c) for c in t.children], t.label)
+        self.shape = local(tree)
+
+    def at(self, idx: np.ndarray, host: str) -> TreeNode:
+        def place(sh):
+            at, kids, label = sh
+            return TreeNode(idx[at], [place(c) for c in kids], host + label[len(self.host):])
+        return place(self.shape)
 
 
 # ---------------------------------------------------------------------- building a machine

@@ -18,6 +18,7 @@ from rankmap.mapper.machine import Machine, TreeNode
 
 
 STRUCTURED = 0.5      # METIS's cut below this share of a random split's: the graph has structure to find
+STRUCTURED_BIG = 0.1  # the same on big graphs (backends.PORTFOLIO_MAX_WORK): meshes 0.01-0.05, random 0.3+
 QAP_ITERATIONS = 3000   # tabu steps placing the parts on the nodes (O(nodes^2) each)
 QAP_MAX_NODES = 256     # the tabu search keeps a nodes x nodes table
 
@@ -85,15 +86,20 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed."""
-    how = backends.plan(sub.n, sub.nnz, caps, sub.n + sub.nnz if graph_work is None else graph_work)
+    graph_work = sub.n + sub.nnz if graph_work is None else graph_work
+    how = backends.plan(sub.n, sub.nnz, caps, graph_work)
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
+    if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
+        part = repair(sub, cands[0], caps)
+        return [(sub.cut(part), part)]
     mt = None
     # KaHIP's and Mt-KaHyPar's times grow fast on expander-like graphs (random partners:
     # KaHIP 16 s where a mesh of the same size takes 0.1 s), where a better cut gains
     # little: they are used only where METIS cut clearly less than a random split would
     # (measured: real codes' graphs 0.03-0.45 of a random split's cut, random graphs 0.6-0.75)
     k = len(caps)
-    if min(sub.cut(repair(sub, p, caps)) for p in cands) > STRUCTURED * (1 - 1 / k) * sub.w.sum():
+    structured = STRUCTURED if graph_work <= backends.PORTFOLIO_MAX_WORK else STRUCTURED_BIG
+    if how != ["metis"] and min(sub.cut(repair(sub, p, caps)) for p in cands) > structured * (1 - 1 / k) * sub.w.sum():
         how = ["metis"]
     if "kahip" in how:
         cands.append(backends.kahip(sub.indptr, sub.col, sub.w, caps, seed))
