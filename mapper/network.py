@@ -597,11 +597,13 @@ def simgrid_fat_tree(params: str) -> tuple[tuple, list]:
                         "such as 2;8,4;1,2;1,1") from None
     if len(parts) != 4 or levels < 1 or not (len(down) == len(up) == len(cnt) == levels) or min(down + up + cnt) < 1:
         raise UserError(f"bad fat tree {params!r}: each list needs {levels} positive numbers")
+    if max(math.prod(down), math.prod(up), math.prod(cnt)) > validate.MAX_NET_POSITIONS:
+        raise UserError(f"fat tree {params!r}: more than {validate.MAX_NET_POSITIONS} nodes, switches or links")
     arities = tuple(reversed(down))
     uplinks = []
     for m in range(levels):                              # group level m is rooted at SimGrid level l
         l = levels - 1 - m
-        uplinks.append(np.array(float(np.prod(up[:l + 1]) * cnt[l])))
+        uplinks.append(np.array(float(math.prod(up[:l + 1]) * cnt[l])))
     return arities, uplinks
 
 

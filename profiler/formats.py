@@ -38,7 +38,7 @@ WORD = 8  # bytes in an Angara statistics word
 
 def detect(path: Path) -> str:
     from rankmap.profiler.smpi_trace import is_trace
-    if path.exists() and is_trace(path):
+    if path.exists() and (is_trace(path) or (path.is_file() and path.suffix.lower() == ".ti")):
         return "smpi"
     if path.is_dir():
         return "profile"
@@ -357,6 +357,10 @@ def _read_mtx(path: Path) -> Traffic:
             raise UserError(f"{path}: bad MatrixMarket size line {lines[0]!r}") from None
         if len(sizes) >= 2:
             validate.rank_count(max(sizes[0], sizes[1]), str(path))
+            if "coordinate" in banner and len(sizes) >= 3:   # the entries it declares are in the file
+                entries = len([ln for ln in head.splitlines() if ln.strip() and not ln.startswith("%")]) - 1
+                if sizes[2] < 0 or sizes[2] > entries:
+                    raise UserError(f"{path}: the size line declares {sizes[2]} entries, the file holds {entries}")
             if "array" in banner and sizes[0] * sizes[1] > 1 << 28:
                 raise UserError(f"{path}: a dense {sizes[0]} x {sizes[1]} matrix is too large; use the coordinate "
                                 "format")
@@ -377,6 +381,9 @@ def _read_npz(path: Path) -> Traffic:
                     validate.rank_count(max(shape), str(path))
                 try:
                     m = sp.load_npz(str(path))
+                    if len(m.shape) == 2:          # indices within the shape, indptr in order (scipy checks lazily)
+                        m = sp.csr_matrix(m)
+                        m.check_format(full_check=True)
                 except (ValueError, KeyError, OSError, TypeError, IndexError) as e:
                     raise UserError(f"{path}: not a readable scipy.sparse .npz file ({validate.one_line(e)})") \
                         from None
@@ -386,6 +393,9 @@ def _read_npz(path: Path) -> Traffic:
         raise
     except (ValueError, OSError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
         raise UserError(f"{path}: not a readable .npz file ({validate.one_line(e)})") from None
+    for k, a in zip(names, arrays):
+        if not isinstance(a, np.ndarray):          # a member that is not a .npy array
+            raise UserError(f"{path}: member {k!r} is not a NumPy array (.npy); not an .npz file of arrays")
     squares = [a for a in arrays if a.ndim == 2]
     if len(squares) != 1:
         raise UserError(f"{path}: expected one 2-D array (or a scipy.sparse matrix), found {len(squares)}")

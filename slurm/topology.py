@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 from rankmap.mapper import hostnames
+from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
 
@@ -75,8 +76,11 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
         s["done"] = True
         return s
 
-    for name in sw:
-        settle(name)
+    try:
+        for name in sw:
+            settle(name)
+    except RecursionError:
+        raise UserError(f"{where}: switches nested too deeply (more than a few hundred levels)") from None
     paths: dict[str, list] = {}
     for name in sorted(sw, key=lambda n: (-sw[n]["level"], n)):
         for h in sw[name]["nodes"]:
@@ -115,7 +119,7 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
             sizes = [int(x) for x in sizes_text.split(",") if x.strip()]
         except ValueError:
             raise UserError(f"{where}: BlockSizes={sizes_text} is not a list of numbers") from None
-        if not sizes or sizes[0] < 1 or any(s % sizes[0] or not math.log2(s // sizes[0]).is_integer() for s in sizes):
+        if not sizes or min(sizes) < 1 or any(s % sizes[0] or not math.log2(s // sizes[0]).is_integer() for s in sizes):
             raise UserError(f"{where}: BlockSizes={sizes_text}: each size must be the base size times a power of two")
         factors = sorted({s // sizes[0] for s in sizes})
     else:
@@ -148,11 +152,7 @@ def describe(file: str | None = None) -> dict:
     """The site's network: from a topology.conf file, or from `scontrol show topology`."""
     if file:
         path = Path(file)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise UserError(f"{path}: {e.strerror or e}") from None
-        return parse(text, str(path))
+        return parse(validate.read_text(path, "topology.conf"), str(path))
     from rankmap.slurm import cluster
     text = cluster.query(["scontrol", "show", "topology"])
     if not text.strip():

@@ -197,3 +197,6 @@ def test_devices_and_fifos_are_neither_read_nor_replaced(tmp_path):
                            "--out", tmp_path / "m"), "not a regular file")
     one_error_line(run_cli("convert", DATA / "ring4.csv", "/dev/null", "--force"), "not a regular file")
     assert Path("/dev/null").is_char_device()
+    # a topology.conf (--network slurm:FILE) is read by the same layer: a FIFO there hung
+    one_error_line(run_cli("map", DATA / "ring4.csv", *MACHINE, "--network", f"slurm:{fifo}", "--out",
+                           tmp_path / "m"), f"{fifo}: not a regular file")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from rankmap.cli.console import console
-from rankmap.cli.options import BANDWIDTH, LATENCY, POSITIVE, SEED, machine_options, traffic_options
+from rankmap.cli.options import BANDWIDTH, LATENCY, POSITIVE, SEED, _model, machine_options, text, traffic_options
 from rankmap.profiler.errors import UserError
 
 
@@ -157,12 +157,13 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
 @click.command()
 @click.argument("src", type=click.Path())
 @click.argument("dst", type=click.Path())
-@click.option("--from", "fmt", default="auto", show_default=True, help="Input format (see map --format).")
-@click.option("--to", "to", default="auto", show_default=True,
+@click.option("--from", "fmt", default="auto", show_default=True, callback=text,
+              help="Input format (see map --format).")
+@click.option("--to", "to", default="auto", show_default=True, callback=text,
               help="Output format: metis (graph.txt), mtx, csv, npz, treematch (default: from the extension).")
 @click.option("--units", type=click.Choice(["bytes", "words"]), default="bytes", show_default=True,
               help="Edge weights in bytes, or in 64-bit words as the Angara statistics count them.")
-@click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL")
+@click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL", callback=_model)
 @click.option("--allow-partial", is_flag=True)
 @click.option("--force", is_flag=True, help="Replace DST if it exists.")
 def convert(src, dst, fmt, to, units, model, allow_partial, force):

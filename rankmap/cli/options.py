@@ -152,6 +152,7 @@ def traffic_options(f):
     f = click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL", callback=_model,
                      help="How a profile's collectives become pairs: auto, binomial, recursive-doubling, ring, "
                      "linear, kchain[:K], none.")(f)
-    f = click.option("--format", "fmt", default="auto", show_default=True,
-                     help="Traffic format: auto, profile, mpip, csv, treematch, amfch, ompi, mtx, npz, metis.")(f)
+    f = click.option("--format", "fmt", default="auto", show_default=True, callback=text,
+                     help="Traffic format: auto, profile, smpi, mpip, csv, treematch, amfch, ompi, mtx, npz, "
+                     "metis.")(f)
     return f
