@@ -36,6 +36,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from mapper_torus import dims_create  # noqa: E402  (MPI_Dims_create, one definition)
 from rankmap.profiler import runfile  # noqa: E402
 
 HEADER = runfile.dtype("rmp_block_header")
@@ -47,21 +49,9 @@ SEC = runfile.SECTIONS
 META_DIR = ROOT / "bench" / "data" / "profiler"
 
 
-def dims_create(p: int, k: int = 3) -> list[int]:
-    dims, n, f, factors = [1] * k, p, 2, []
-    while n > 1:
-        while n % f == 0:
-            factors.append(f)
-            n //= f
-        f += 1
-    for fac in sorted(factors, reverse=True):
-        dims[dims.index(min(dims))] *= fac
-    return sorted(dims, reverse=True)
-
-
 def neighbours(p: int) -> np.ndarray:
     """(p, 6) periodic 3-D grid neighbours, row-major ranks."""
-    dims = dims_create(p)
+    dims = dims_create(p, 3)
     c = np.array(np.unravel_index(np.arange(p), dims))
     out = []
     for d in range(3):

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rankmap.mapper import hostnames
-from rankmap.mapper.network import parse_dims
+from rankmap.mapper.network import parse_dims, simgrid_fat_tree
 from rankmap.mapper.predict import Network
 from rankmap.profiler.errors import UserError
 
@@ -159,17 +159,9 @@ def fat_tree_leaves(params: str) -> tuple[int, ...]:
     """Nodes per group from the top, as rankmap's switch tree: SimGrid "2;8,4;1,2;1,1" has
     8 nodes under each leaf and 4 leaves under the top, i.e. a 4x8 switch tree."""
     try:
-        parts = params.split(";")
-        levels = int(parts[0])
-        down = [int(x) for x in parts[1].split(",")]
-        up = [int(x) for x in parts[2].split(",")]
-        cnt = [int(x) for x in parts[3].split(",")]
-    except (ValueError, IndexError):
-        raise UserError(f"--fat-tree {params!r}: bad fat tree; expected SimGrid's 'levels;down,...;up,...;count,...' "
-                        "such as 2;8,4;1,2;1,1") from None
-    if levels < 1 or not (len(down) == len(up) == len(cnt) == levels) or min(down + up + cnt) < 1:
-        raise UserError(f"--fat-tree {params!r}: bad fat tree: each list needs {levels} positive numbers")
-    return tuple(reversed(down))
+        return tuple(simgrid_fat_tree(params)[0])
+    except UserError as e:
+        raise UserError(f"--fat-tree: {e}") from None
 
 
 def dragonfly_shape(text: str) -> tuple[tuple, int]:
