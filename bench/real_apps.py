@@ -37,6 +37,8 @@ from real_apps import cases as C  # noqa: E402
 from real_apps import replay as R  # noqa: E402
 from real_apps import sources  # noqa: E402
 
+SET_HELP = ("Which traced cases: full (16-256 ranks, NPB classes B-C) or quick (16-64 ranks, NPB class A, small "
+            "proxy inputs; docs/real-apps.md). Default: full.")
 DEFAULT_WORK = Path(os.environ.get("RANKMAP_REAL_APPS_WORK", "real-apps-work"))
 
 
@@ -60,6 +62,10 @@ def cmd_sources(args) -> int:
     return 0 if found else 1
 
 
+def _set(args) -> str:
+    return getattr(args, "set", None) or "full"
+
+
 def _targets(cases: list) -> dict:
     want: dict = {}
     for c in cases:
@@ -71,7 +77,7 @@ def _targets(cases: list) -> dict:
 
 def cmd_build(args) -> int:
     src = _sources_dir(args)
-    cases = C.select(C.GRAPHS + C.TRACES, args.only)
+    cases = C.select(C.QUICK if _set(args) == "quick" else C.GRAPHS + C.TRACES, args.only)
     for app, targets in sorted(_targets(cases).items()):
         if args.apps and app not in args.apps.split(","):
             continue
@@ -93,7 +99,7 @@ def cmd_graphs(args) -> int:
 
 def cmd_trace(args) -> int:
     from real_apps import capture
-    cases = C.select(C.TRACES, args.only)
+    cases = C.select(C.SETS[_set(args)], args.only)
     if args.list:
         for c in cases:
             print(f"{c.name:28} {c.ranks:5}  {c.what}")
@@ -129,13 +135,13 @@ def _wanted(args):
 
 def cmd_replay(args) -> int:
     machines, scales = _machines_scales(args)
-    return R.run(C.select(C.TRACES, args.only), args.work, machines, scales, wanted=_wanted(args))
+    return R.run(C.select(C.SETS[_set(args)], args.only), args.work, machines, scales, wanted=_wanted(args))
 
 
 def cmd_table(args) -> int:
     from real_apps import table
     machines, scales = _machines_scales(args)
-    rows = table.load(args.work, C.select(C.TRACES, args.only), machines, scales, _wanted(args))
+    rows = table.load(args.work, C.select(C.SETS[_set(args)], args.only), machines, scales, _wanted(args))
     print(table.text(rows, args.markdown))
     print()
     print(table.competitors_text(rows, args.markdown))
@@ -174,6 +180,7 @@ def main(argv=None) -> int:
     b.add_argument("--toolchain", choices=sorted(sources.TOOLCHAINS), default="smpi")
     b.add_argument("--apps", help="Comma-separated application keys (npb, lulesh, minife, cloverleaf, hpcg, miniamr).")
     b.add_argument("--only", help="Only what these cases need (comma-separated name fragments).")
+    b.add_argument("--set", choices=sorted(C.SETS), help=SET_HELP)
     g = sub.add_parser("graphs", help="The 512-4,096-rank traffic graphs (bench/data/apps).")
     g.add_argument("--only", help="Comma-separated case name fragments, e.g. lulesh,npb-lu.")
     g.add_argument("--list", action="store_true", help="List the cases and stop.")
@@ -182,12 +189,14 @@ def main(argv=None) -> int:
     t = sub.add_parser("trace", help="16-256-rank traces with measured compute (for the replays).")
     t.add_argument("--only", help="Comma-separated case name fragments.")
     t.add_argument("--list", action="store_true", help="List the cases and stop.")
+    t.add_argument("--set", choices=sorted(C.SETS), default="full", help=SET_HELP)
     t.add_argument("--timeout", type=float, default=3600, help="Seconds per capture.")
     for name, hlp in (("replay", "Every placement and competitor, every machine and network speed."),
                       ("table", "The tables from the cached replays."),
                       ("all", "build, trace, replay, table.")):
         r = sub.add_parser(name, help=hlp)
         r.add_argument("--only", help="Comma-separated case name fragments.")
+        r.add_argument("--set", choices=sorted(C.SETS), default="full", help=SET_HELP)
         r.add_argument("--machines", help="Comma-separated: angara-k1, desmos, fat-tree (default: all three).")
         r.add_argument("--scales", help="Network speeds relative to nominal, e.g. 1,0.25 "
                                         "(default: 1,0.25,0.0625,0.015625).")

@@ -197,6 +197,22 @@ TRACES = [
 ]
 
 
+# 16-64 ranks, NPB class A and small proxy inputs: the set whose captures and replays fit in
+# about an hour on two shared cores (`--set quick`; the results in docs/real-apps.md)
+QUICK = [
+    lu("A", 16, 10), lu("A", 64, 10),
+    btsp("sp", "A", 16, 10), btsp("sp", "A", 64, 10),
+    btsp("bt", "A", 16, 5), btsp("bt", "A", 64, 5),
+    cg("A", 16), cg("A", 64),
+    mg("A", 16, 4), mg("A", 64, 4),
+    lulesh(27, 12, 20), lulesh(64, 10, 20),
+    cloverleaf(16, 480, 10), cloverleaf(64, 960, 10),
+    minife(16, 64), minife(64, 96),
+]
+
+SETS = {"quick": QUICK, "full": TRACES}
+
+
 def select(cases: list, only: str | None) -> list:
     """Cases whose name contains any of the comma-separated patterns (all without)."""
     if not only:
