@@ -185,14 +185,13 @@ def apps(tmp_path_factory):
 LOCALCLUSTER = Path(__file__).resolve().parents[1] / "slurm" / "localcluster"
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory):
-    """A real 4-node Slurm cluster on this host (slurm/localcluster), private to this test
-    session: its own directory and ports. Yields the environment to run Slurm commands in."""
+@contextlib.contextmanager
+def local_cluster(d: Path, port: int):
+    """A real 4-node Slurm cluster on this host (slurm/localcluster) in directory d, slurmctld
+    on `port` and the slurmds on the next ports; yields the environment to run Slurm
+    commands in, and stops it."""
     require(all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "srun")), "Slurm and munge not installed")
-    d = tmp_path_factory.mktemp("cluster")
-    env = dict(os.environ, RANKMAP_CLUSTER_DIR=str(d), RANKMAP_CLUSTER_NODES="4",
-               RANKMAP_CLUSTER_PORT=str(19000 + (os.getpid() % 400) * 10))
+    env = dict(os.environ, RANKMAP_CLUSTER_DIR=str(d), RANKMAP_CLUSTER_NODES="4", RANKMAP_CLUSTER_PORT=str(port))
     up = subprocess.run([str(LOCALCLUSTER), "up"], env=env, capture_output=True, text=True, timeout=120)
     if up.returncode != 0:
         subprocess.run([str(LOCALCLUSTER), "down"], env=env, timeout=60)
@@ -203,8 +202,17 @@ def slurm_cluster(tmp_path_factory):
         env[k] = v
     for k in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_NTASKS"):
         env.pop(k, None)
-    yield env
-    subprocess.run([str(LOCALCLUSTER), "down"], env=env, capture_output=True, timeout=120)
+    try:
+        yield env
+    finally:
+        subprocess.run([str(LOCALCLUSTER), "down"], env=env, capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """The test session's own cluster (local_cluster): its own directory and ports."""
+    with local_cluster(tmp_path_factory.mktemp("cluster"), 19000 + (os.getpid() % 400) * 10) as env:
+        yield env
 
 
 def app(apps, name: str, mpi: str) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOCALCLUSTER, MPI, ROOT, one_error_line, require, run_cli
+from conftest import MPI, ROOT, local_cluster, one_error_line, require, run_cli
 
 DATA = Path(__file__).parent / "data" / "bad-inputs"
 APPS = Path(__file__).parent / "apps"
@@ -157,33 +157,15 @@ def _namespace_pids(pid: int) -> list[int]:
     return out
 
 
-def _healthy(env: dict, settle: float = 8.0) -> bool:
-    """Every daemon running and every node idle, and still so `settle` seconds later (a
-    slurmd that cannot register dies a few seconds after it starts)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < settle:
-        st = subprocess.run([str(LOCALCLUSTER), "status"], env=env, capture_output=True, text=True)
-        states = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True, text=True).stdout.split()
-        if st.returncode != 0 or len(states) < 4 or any(s != "idle" for s in states):
-            return False
-        time.sleep(1)
-    return True
-
-
-def _restore(env: dict) -> None:
-    """The whole cluster restarted (the lost node's daemons with it) until it stays healthy:
-    the tests after this one need all four nodes."""
-    for _ in range(3):
-        subprocess.run([str(LOCALCLUSTER), "down"], env=env, capture_output=True, timeout=120)
-        up = subprocess.run([str(LOCALCLUSTER), "up"], env=env, capture_output=True, text=True, timeout=180)
-        if up.returncode == 0 and _healthy(env):
-            return
-    raise AssertionError(f"the local cluster did not come back with every node: {up.stderr[-2000:]}")
-
-
 @pytest.mark.slurm
 @pytest.mark.slow
-def test_node_lost_during_pass_2(slurm_cluster, slowring, tmp_path):
+def test_node_lost_during_pass_2(slowring, tmp_path_factory, tmp_path):
+    """On a cluster of its own: the node it kills does not come back for the other tests."""
+    with local_cluster(tmp_path_factory.mktemp("lost-node-cluster"), 23000 + (os.getpid() % 400) * 10) as cluster:
+        _node_lost_during_pass_2(cluster, slowring, tmp_path)
+
+
+def _node_lost_during_pass_2(slurm_cluster, slowring, tmp_path):
     env = dict(slurm_cluster, **{k: v for k, v in _env().items() if k == "PYTHONPATH"})
     d = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "rankmap.cli", "run", "-n", "8", "-N", "4", "-t", "3", "--out", d,
@@ -212,8 +194,6 @@ def test_node_lost_during_pass_2(slurm_cluster, slowring, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        if victim is not None:                        # bring the node back for the other tests
-            _restore(slurm_cluster)
     errors = [ln for ln in err.splitlines() if ln.startswith("rankmap: error:")]
     assert proc.returncode == 2 and len(errors) == 1, err[-3000:]
     assert "pass 2 (relaunch on the mapping) failed" in errors[0] and str(d) in errors[0]
