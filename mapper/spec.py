@@ -66,10 +66,35 @@ def load(path: str | Path) -> dict:
         if raw.get(k) is not None:
             validate.integer(validate.expect(raw[k], int, where, k), where, k, 1, hi)
     validate.expect(raw.get("network"), (str, dict, type(None)), where, "network")
+    if isinstance(raw.get("network"), dict):
+        _check_network(raw["network"], where)
     validate.expect(raw.get("simgrid"), (dict, type(None)), where, "simgrid")
     spec = Spec(raw)
     spec.origin = where
     return spec
+
+
+_NET_KEYS = {"torus": ("shape",), "mesh": ("shape",), "fat-tree": (), "dragonfly": ("shape",), "switches": ("paths",),
+             "blocks": ("paths",)}
+
+
+def _check_network(net: dict, where: str) -> None:
+    """A network as machine.json holds it (network.parse_spec's dict, or Slurm's switches)."""
+    kind = net.get("kind")
+    if kind not in _NET_KEYS:
+        raise UserError(f"{where}: network.kind {validate.show(kind)} is not one of {', '.join(_NET_KEYS)}")
+    for k in _NET_KEYS[kind] + (("shape",) if kind == "fat-tree" and not net.get("simgrid") else ()):
+        if k not in net:
+            raise UserError(f"{where}: network.{k} is missing (a {kind} network needs it)")
+    for k in ("shape", "simgrid", "wrap", "oversub", "routing", "label"):
+        validate.expect(net.get(k), (str, type(None)), where, f"network.{k}")
+    for k in ("global", "local"):
+        if net.get(k) is not None:
+            validate.integer(validate.expect(net[k], int, where, f"network.{k}"), where, f"network.{k}", 1)
+    if "paths" in net:
+        validate.expect(net["paths"], dict, where, "network.paths")
+        for h, groups in net["paths"].items():
+            validate.string_list(groups, where, f"network.paths.{h}")
 
 
 def build(spec: dict):
@@ -134,4 +159,7 @@ def with_imbalance(spec: dict, n: int, imbalance: float) -> dict:
         raise UserError("--imbalance sets how many units each core takes: leave out --oversubscribe")
     cores = build(dict(spec, oversubscribe=1)).nslots
     per_core = max(1, math.floor((1 + imbalance) * math.ceil(n / cores) + 1e-9))
+    if per_core > validate.MAX_OVERSUBSCRIBE:
+        raise UserError(f"--imbalance {imbalance:g}: each core would take up to {per_core} of the {n} units, more "
+                        f"than {validate.MAX_OVERSUBSCRIBE}; use more cores or a smaller --imbalance")
     return dict(spec, oversubscribe=per_core, imbalance=imbalance)

@@ -78,6 +78,12 @@ def _check_common(text, option: str, inputs, is_dir: bool) -> Path:
     if text is None or not str(text).strip():
         raise UserError(f"{option} '{text or ''}': empty path (an unset shell variable?)")
     p = _abs(text)
+    long = [part for part in p.parts if len(os.fsencode(part)) > 255]
+    if long or len(os.fsencode(str(p))) > 4095:
+        what = f"the name {long[0][:24]}... has {len(os.fsencode(long[0]))} bytes" if long else \
+            f"the path has {len(os.fsencode(str(p)))} bytes"
+        raise UserError(f"{option} {str(text)[:60]}...: {what}, more than file systems allow (255 per name, 4095 "
+                        "per path)")
     real = _real(p)
     cwd = _real(Path.cwd())
     if is_dir and (_within(cwd, real) or real == Path("/")):

@@ -40,6 +40,11 @@ _SENDRECV = re.compile(rb"^\d+ sendRecv (\d+) (\d+) (\d+) (-?\d+)(?: (\d+))?", r
 _OTHER = re.compile(rb"^\d+ (bcast|reduce|allreduce|scan|exscan|gather|scatter|allgather|alltoall|allgatherv|"
                     rb"alltoallv|reducescatter|gatherv|scatterv)\b([^\n]*)$", re.M)
 OPS = {"reducescatter": "reduce_scatter"}   # trace names -> the profiler's collective names
+# every send line (the strict patterns above must read each, or the file is refused: a line
+# skipped would silently drop its bytes), and a line that is no `<rank> <action> ...` at all
+_ANY_SEND = re.compile(rb"^\d+ (?:" + b"|".join(s.encode() for s in SENDS) + rb"|sendRecv)(?=[ \t]|$)[^\n]*", re.M)
+_TO_PROC_NULL = re.compile(rb"^\d+ \w+ -\d+")
+_NOT_A_LINE = re.compile(rb"^(?!\d+ [A-Za-z_]\w*(?:[ \t]|\r?$)|[ \t\r]*$)[^\n]*", re.M)
 
 
 def is_trace(path: Path) -> bool:
@@ -130,13 +135,23 @@ def read_trace(path: Path, model: str = "auto") -> Traffic:
 
     for r, f in enumerate(files):
         text = validate.read_bytes(f, "SMPI trace file")
-        for m in _P2P.finditer(text):
-            dst, cnt, dt = int(m.group(1)), int(m.group(3)), m.group(4)
-            b = cnt * _size(dt, unknown)
-            pair(f, text, m, dst, b)
-            rows.append(r), cols.append(dst), byts.append(b)
-        for m in _SENDRECV.finditer(text):
-            cnt, dst, dt = int(m.group(1)), int(m.group(2)), m.group(5)
+        bad = _NOT_A_LINE.search(text)
+        if bad is not None:
+            raise UserError(f"{f}:{line_of(text, bad.start())}: not a trace line ('<rank> <action> ...'): "
+                            f"{validate.show(bad.group(0)[:60].decode(errors='replace'))}")
+        for m in _ANY_SEND.finditer(text):
+            line = m.group(0).rstrip(b"\r")
+            p = _P2P.fullmatch(line)
+            if p is not None:
+                dst, cnt, dt = int(p.group(1)), int(p.group(3)), p.group(4)
+            elif (p := _SENDRECV.match(line)) is not None:
+                cnt, dst, dt = int(p.group(1)), int(p.group(2)), p.group(5)
+            elif _TO_PROC_NULL.match(line):          # to MPI_PROC_NULL: nothing sent
+                continue
+            else:
+                raise UserError(f"{f}:{line_of(text, m.start())}: cannot read the send line "
+                                f"{validate.show(line[:80].decode(errors='replace'), 90)} (counts are whole "
+                                "numbers >= 0)")
             b = cnt * _size(dt, unknown)
             pair(f, text, m, dst, b)
             rows.append(r), cols.append(dst), byts.append(b)

@@ -4,6 +4,7 @@ calls the layer below; user mistakes raise UserError anywhere below and are prin
 as one line (no traceback) with exit status 2."""
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -56,15 +57,28 @@ class RankmapGroup(click.Group):
             error_line("out of memory: the input is too large for this host's memory (see the limits in "
                        "docs/formats.md)")
             sys.exit(EXIT_USER)
+        except OSError as e:
+            # a path the file system refuses wherever it is first looked at (a name longer than
+            # 255 bytes, a loop of symbolic links): the user's path, named, not a bug
+            if e.errno in (errno.ENAMETOOLONG, errno.ELOOP) and e.filename is not None and \
+                    not os.environ.get("RANKMAP_DEBUG"):
+                name = os.fsdecode(e.filename)
+                error_line(f"{name if len(name) <= 80 else name[:77] + '...'}: {e.strerror}")
+                sys.exit(EXIT_USER)
+            self._internal(e)
         except Exception as e:   # noqa: BLE001  (the last line of defence: never a traceback for a user)
-            if os.environ.get("RANKMAP_DEBUG"):
-                raise
-            error_line(f"internal error: {type(e).__name__}: {e} (a bug in rankmap; please report it with the "
-                       "command line; RANKMAP_DEBUG=1 shows where it happened)")
-            sys.exit(EXIT_INTERNAL)
+            self._internal(e)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
+
+    @staticmethod
+    def _internal(e: Exception):
+        if os.environ.get("RANKMAP_DEBUG"):
+            raise e
+        error_line(f"internal error: {type(e).__name__}: {e} (a bug in rankmap; please report it with the "
+                   "command line; RANKMAP_DEBUG=1 shows where it happened)")
+        sys.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=RankmapGroup, context_settings={"help_option_names": ["-h", "--help"]})

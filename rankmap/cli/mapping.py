@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from rankmap.cli.console import console
-from rankmap.cli.options import BANDWIDTH, LATENCY, POSITIVE, SEED, _model, machine_options, text, traffic_options
+from rankmap.cli.options import (BANDWIDTH, LATENCY, POSITIVE, SEED, Number, _model, machine_options, text,
+                                 traffic_options)
+from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
 
@@ -45,7 +47,7 @@ def _input_files(mopts: dict) -> list:
               "90 %% of them; or spread over all.")
 @click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
               show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
-@click.option("--imbalance", type=float, metavar="EPS",
+@click.option("--imbalance", type=Number(0.0, validate.MAX_OVERSUBSCRIBE - 1), metavar="EPS",
               help="The traffic's vertices are units of work, several per core: each core takes at most "
               "(1 + EPS) x ceil(vertices / cores) of them (e.g. 0.03).")
 @click.option("--out", required=True, metavar="DIR", help="Mapping directory to write.")
@@ -97,7 +99,7 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
 
 @click.command()
 @click.argument("matrix", type=click.Path())
-@click.argument("mappings", nargs=-1, required=True, type=click.Path())
+@click.argument("mappings", nargs=-1, required=True, type=click.Path(exists=True))
 @traffic_options
 @machine_options
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the random baseline.")
@@ -120,7 +122,7 @@ def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, 
 
 @click.command()
 @click.argument("matrix", type=click.Path())
-@click.argument("mappings", nargs=-1, required=True, type=click.Path())
+@click.argument("mappings", nargs=-1, required=True, type=click.Path(exists=True))
 @traffic_options
 @machine_options
 @click.option("--platform", metavar="DIR", help="A `rankmap platform` directory: its machine and network.")
@@ -143,6 +145,9 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
     from rankmap.mapper.network import KINDS
     if mopts.get("network") and mopts["network"].split(":", 1)[0].lower() not in KINDS:
         probe, mopts = mopts["network"], dict(mopts, network=None)   # --network PROBE.json: the speeds, as before
+    if platform:
+        from rankmap.slurm.platform import load as load_platform
+        load_platform(platform)                 # a `rankmap platform` directory, or one error naming it
     traffic = read_traffic(matrix, fmt, model, allow_partial)
     if platform and not mopts.get("machine_file"):
         mopts = dict(mopts, machine_file=platform)

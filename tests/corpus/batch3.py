@@ -142,7 +142,8 @@ def cases() -> list[Case]:
     add(m6("csv3-ext-upper", cat, "T.CSV", RING6, "either", ["T.CSV"]))
     add(m6("csv3-no-extension", cat, "traffic", RING6, "either", ["traffic"]))
     add(m6("csv3-format-bogus", cat, "t.csv", RING6, "error", ["--format"], fmt="excel"))
-    add(m6("csv3-format-empty", cat, "t.csv", RING6, "error", ["--format"], fmt=""))
+    add(Case("csv3-format-empty", cat, ["map", "{F}/ring6.csv", *MACH, "--out", "{W}/out", "--format", ""], "error",
+             ("--format",)))
 
     # --- MatrixMarket
     cat = "mtx"
@@ -388,14 +389,15 @@ def cases() -> list[Case]:
             setup=files(c="n1 0\nn2 1\n")))
     add(opt("torus3-coords-with-fat-tree", cat, ["--network", "fat-tree:2x2", "--coords", "{W}/c"], "error",
             ["--coords"], setup=files(c="n1 0\nn2 1\nn3 2\n")))
-    add(opt("switch3-too-small", cat, ["--switch-tree", "1x2"], "error", ["--switch-tree"]))
+    add(opt("switch3-too-small", cat, ["--switch-tree", "1x2"], "error", ["switch tree 1x2"]))
 
     # --- level costs, hop cost, --machine
     cat = "costs-machine"
     add(opt("costs3-nan", cat, ["--level-costs", "nan,1,1"], "error", ["--level-costs"]))
     add(opt("costs3-empty-item", cat, ["--level-costs", "100,,1"], "error", ["--level-costs"]))
     add(opt("costs3-file-missing", cat, ["--level-costs", "@{W}/nope.json"], "error", ["nope.json"]))
-    add(opt("costs3-file-nested-wrong", cat, ["--level-costs", "@{W}/l.json"], "error", ["l.json"],
+    # {"level_costs": [...]}: the list inside the documented object, read as the list (costs 1, 2, 3)
+    add(opt("costs3-file-nested-list", cat, ["--level-costs", "@{W}/l.json"], "either", ["l.json"],
             setup=files(l_dot_json=json.dumps({"level_costs": [1, 2, 3]}))))
     add(opt("costs3-file-unknown-level", cat, ["--level-costs", "@{W}/l.json"], "error", ["l.json"],
             setup=files(l_dot_json=json.dumps({"level_costs": {"galaxy": 1}}))))
@@ -475,6 +477,18 @@ def cases() -> list[Case]:
     add(Case("out3-trailing-slash", cat, O + ["{W}/new/"], "ok", (), check=mapping_ok("new", 6)))
     add(Case("out3-newline-in-name", cat, O + ["{W}/a\nb"], "either", ("--out",), check=mapping_ok("a\nb", 6)))
     add(Case("out3-name-too-long", cat, O + ["{W}/" + "x" * 300], "error", ("--out",)))
+    add(Case("out3-under-symlink-loop", cat, O + ["{W}/loop/m"], "error", ("loop",),
+             lambda W: (os.symlink(W / "loop2", W / "loop"), os.symlink(W / "loop", W / "loop2"))))
+    add(Case("in3-name-too-long", cat, ["map", "{W}/" + "y" * 300 + ".csv", *MACH, "--out", "{W}/out"], "error",
+             ("yyyy",)))
+    add(Case("in3-nodes-file-too-long", cat, ["map", "{F}/ring6.csv", "--nodes", "@{W}/" + "y" * 300,
+                                              "--node-topology", "pack:1 core:4", "--out", "{W}/out"], "error",
+             ("yyyy",)))
+    add(Case("in3-machine-too-long", cat, ["map", "{F}/ring6.csv", "--machine", "{W}/" + "y" * 300, "--out",
+                                           "{W}/out"], "error", ("yyyy",)))
+    add(Case("in3-run-too-long", cat, ["show-profile", "{W}/" + "y" * 300], "error", ("yyyy",)))
+    add(Case("in3-input-through-loop", cat, ["map", "{W}/loop/t.csv", *MACH, "--out", "{W}/out"], "error",
+             ("loop",), lambda W: (os.symlink(W / "loop2", W / "loop"), os.symlink(W / "loop", W / "loop2"))))
     add(Case("out3-under-proc", cat, O + ["/proc/rankmap-out"], "error", ("/proc/rankmap-out",)))
     add(Case("out3-under-file", cat, O + ["{W}/f/out"], "error", ("f",), files(f="keep"), preserve=("{W}/f",)))
     add(Case("out3-root", cat, O + ["/", "--force"], "error", ("--out",)))
@@ -514,16 +528,20 @@ def cases() -> list[Case]:
     # --- predict and evaluate
     cat = "predict"
     P = ["predict", "{F}/ring8.csv", "{F}/map8"]
+    PP = P + ["--probe", "{F}/probe.json"]          # the network's speeds, as `rankmap probe` measured them
     for cid, extra, expect, where in [
         ("pred3-link-bw-zero", ["--link-bw", "0"], "error", "--link-bw"),
         ("pred3-link-bw-negative", ["--link-bw", "-3"], "error", "--link-bw"),
         ("pred3-link-bw-huge", ["--link-bw", "1e300"], "error", "--link-bw"),
         ("pred3-link-lat-inf", ["--link-lat", "inf"], "error", "--link-lat"),
         ("pred3-nic-bw-word", ["--nic-bw", "fast"], "error", "--nic-bw"),
-        ("pred3-loopback-lat-zero", ["--loopback-lat", "0"], "either", "--loopback-lat"),
+        ("pred3-loopback-lat-zero", ["--probe", "{F}/probe.json", "--loopback-lat", "0"], "either", "--loopback-lat"),
         ("pred3-platform-is-mapping", ["--platform", "{F}/map8"], "error", "map8"),
         ("pred3-probe-missing", ["--probe", "{W}/nope.json"], "error", "nope.json"),
-        ("pred3-json", ["--json"], "ok", None),
+        ("pred3-json", ["--probe", "{F}/probe.json", "--json"], "ok", None),
+        ("pred3-speeds-given", ["--link-bw", "10", "--link-lat", "1", "--loopback-bw", "20", "--loopback-lat", "0.2",
+                                "--json"], "ok", None),
+        ("pred3-no-speeds", [], "error", "speed"),
     ]:
         add(Case(cid, cat, P + extra, expect, (where,) if where else (),
                  check=stdout_json_ok if "--json" in extra else None))
@@ -538,7 +556,10 @@ def cases() -> list[Case]:
         add(Case(cid, cat, P + ["--probe", "{W}/p.json"], expect, (where,), files(p_dot_json=json.dumps(probe))))
     add(Case("pred3-probe-nan-text", cat, P + ["--probe", "{W}/p.json"], "error", ("p.json",),
              files(p_dot_json=json.dumps(batch1.PROBE).replace("10.0", "NaN"))))
-    add(Case("pred3-ranks-mismatch", cat, ["predict", "{F}/ring6.csv", "{F}/map8"], "error", ("map8",)))
+    add(Case("pred3-ranks-mismatch", cat, ["predict", "{F}/ring6.csv", "{F}/map8", "--probe", "{F}/probe.json"],
+             "error", ("map8",)))
+    add(Case("pred3-platform-and-probe", cat, PP + ["--platform", "{F}/plat"], "either", ("--platform",),
+             check=None))
     add(Case("eval3-ranks-mismatch", cat, ["evaluate", "{F}/ring6.csv", "{F}/map8"], "error", ("map8",)))
     add(Case("eval3-hostfile-short", cat, ["evaluate", "{F}/ring8.csv", "{W}/h", "--machine", "{F}/map8"], "error",
              ("h",), files(h="n1\nn2\n")))
