@@ -469,6 +469,12 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
     m = traffic.bytes.tocsr()
     if fmt == "treematch" and m.shape[0] > 4096:
         raise UserError(f"{path}: a dense {m.shape[0]} x {m.shape[0]} matrix is too large for the TreeMatch format")
+    if fmt == "metis":          # integer weights of both directions: they must fit METIS's 64-bit integers
+        top = float(symmetric(m).max()) * scale if m.nnz else 0.0
+        if np.rint(top) >= 2.0 ** 63:
+            raise UserError(f"{path}: an edge weight of {top:.3g} {units} does not fit a METIS graph's 64-bit "
+                            "integers" + ("; pass --units words" if units == "bytes" else "") +
+                            " or write another format (mtx, npz, csv)")
 
     def fill(tmp: Path) -> None:
         if fmt == "metis":

@@ -38,6 +38,18 @@ def says(word: str):
     return check
 
 
+def metis_ok(rel: str):
+    """A METIS graph whose edge weights are whole numbers >= 1 (a wrapped 64-bit weight is negative)."""
+    def check(W: Path, out: str):
+        lines = [ln for ln in (W / rel).read_text().splitlines() if not ln.startswith("%")]
+        for ln in lines[1:]:
+            toks = ln.split()
+            if any(int(w) < 1 for w in toks[1::2]):
+                return f"a METIS edge weight < 1: {ln[:80]}"
+        return None
+    return check
+
+
 def npz_bytes(**arrays) -> bytes:
     b = io.BytesIO()
     np.savez(b, **arrays)
@@ -516,6 +528,10 @@ def cases() -> list[Case]:
     add(Case("conv3-to-npz-ok", cat, ["convert", "{F}/ring6.csv", "{W}/o.npz"], "ok", (), check=exists("o.npz")))
     add(Case("conv3-to-mtx-ext-csv", cat, ["convert", "{F}/ring6.csv", "{W}/o.csv", "--to", "mtx"], "either",
              ("o.csv",), check=exists("o.csv")))
+    add(Case("conv3-metis-weight-overflow", cat, ["convert", "{W}/t.csv", "{W}/g.graph"], "error", ("g.graph",),
+             files(t_dot_csv=f"src,dst,bytes\n0,1,{2 ** 64}\n1,0,{2 ** 64}\n1,2,5\n2,1,5\n")))
+    add(Case("conv3-metis-words-2pow64", cat, ["convert", "{W}/t.csv", "{W}/g.graph", "--units", "words"], "ok", (),
+             files(t_dot_csv=f"src,dst,bytes\n0,1,{2 ** 64}\n1,0,{2 ** 64}\n1,2,5\n2,1,5\n"), check=metis_ok("g.graph")))
     add(Case("conv3-src-missing", cat, ["convert", "{W}/none.csv", "{W}/o.csv"], "error", ("none.csv",)))
     add(Case("conv3-from-bogus", cat, ["convert", "{F}/ring6.csv", "{W}/o.csv", "--from", "xls"], "error",
              ("xls",)))
