@@ -301,6 +301,11 @@ def _read_ompi(path: Path) -> Traffic:
     files = [f for f in files if f.is_file() and re.fullmatch(re.escape(prefix.name) + r"\.\d+\.prof", f.name)]
     if not files:
         raise UserError(f"{path}: no Open MPI monitoring files {prefix.name}.<rank>.prof")
+    have = {int(f.name[len(prefix.name) + 1:-len(".prof")]) for f in files}
+    gap = min(set(range(max(have) + 1)) - have, default=None)
+    if gap is not None:          # every rank writes its file at MPI_Finalize: one is missing, its sends with it
+        raise UserError(f"{prefix}.*.prof: no file for rank {gap} ({prefix.name}.{gap}.prof) although rank "
+                        f"{max(have)}'s is there; the run did not finish on every rank")
     src, dst, val, cnt = [], [], [], []
     for f in files:
         for lineno, ln in enumerate(_read_text(f).splitlines(), 1):

@@ -218,6 +218,11 @@ def cases() -> list[Case]:
     add(m6("ompi3-garbage", cat, "mon.0.prof", "E\t0\t1\tlots bytes 3 msgs\n", "error", ["mon.0.prof"],
            fmt="ompi"))
     # one unambiguous matrix and the user says it is amfch: taken (a guess is refused only under auto)
+    OMPI = "# POINT TO POINT\nE\t0\t1\t100 bytes\t1 msgs sent\nE\t1\t0\t100 bytes\t1 msgs sent\n"
+    add(Case("ompi3-rank-file-missing", cat, ["map", "{W}/mon.0.prof", *MACH, "--out", "{W}/out"], "error",
+             ("mon.1.prof",), files(mon_dot_0_dot_prof=OMPI, mon_dot_2_dot_prof=OMPI)))
+    add(Case("ompi3-valid-prefix", cat, ["map", "{W}/mon", *MACH, "--out", "{W}/out"], "ok", (),
+             files(mon_dot_0_dot_prof=OMPI, mon_dot_1_dot_prof=OMPI), check=mapping_ok("out", 2)))
     add(m6("amfch3-no-marker", cat, "log.txt", "0 3\n3 0\n", "either", ["log.txt"], n=2, fmt="amfch"))
 
     # --- SMPI time-independent traces
