@@ -26,11 +26,12 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
     when no option describes the machine."""
     if opts.get("machine_file"):
         return mspec.load(opts["machine_file"])
+    why_not = ""
     if fallback and not given(opts):
         try:
             return mspec.load(fallback)
-        except UserError:
-            pass
+        except UserError as e:          # said below if no option names the nodes either
+            why_not = f" (the machine of {fallback} is unknown: {e})"
     if opts.get("nodes"):
         hosts = hostnames.node_list(opts["nodes"])
     elif default_hosts:
@@ -39,7 +40,7 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
         hosts = cluster.allocation_nodes()
     else:
         raise UserError("no node list: pass --nodes (a hostlist such as n[01-36], or a file), "
-                        "or run inside a Slurm allocation")
+                        "or run inside a Slurm allocation" + why_not)
     topos = list(opts.get("topologies") or ())
     if topos == ["slurm"] or not topos:
         from_slurm = cluster.node_topologies(hosts)

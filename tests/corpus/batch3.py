@@ -591,6 +591,9 @@ def cases() -> list[Case]:
     add(Case("eval3-binding-rank-twice", cat, ["evaluate", "{F}/ring8.csv", "{W}/b", "--machine", "{F}/map8"],
              "error", ("b",), files(b="".join(f"{min(r, 6)} n{1 + r // 4} {r % 4}\n" for r in range(8)))))
     add(Case("eval3-mapping-missing", cat, ["evaluate", "{F}/ring8.csv", "{W}/none"], "error", ("none",)))
+    add(Case("eval3-mapping-machine-damaged", cat, ["evaluate", "{F}/ring8.csv", "{W}/m"], "error", ("machine.json",),
+             copy_fixture("map8", "m", lambda W: (W / "m" / "machine.json").write_text('{"hosts": [')),
+             preserve=("{W}/m",)))
     add(Case("eval3-mapping-empty-dir", cat, ["evaluate", "{F}/ring8.csv", "{W}/e"], "error", ("e",),
              lambda W: (W / "e").mkdir()))
 
