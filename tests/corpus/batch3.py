@@ -611,6 +611,7 @@ def cases() -> list[Case]:
         ("plat3-link-bw-nan", ["desmos", "--link-bw", "nan"], "error", "--link-bw"),
         ("plat3-fat-tree-huge", ["--fat-tree", "2;1000,1000;1,1;1,1"], "error", "--fat-tree"),
         ("plat3-torus-zero", ["--torus", "0x3"], "error", "--torus"),
+        ("plat3-fat-tree-overflow", ["--fat-tree", "2;2,2;4294967296,4294967296;1,1"], "error", "--fat-tree"),
     ]:
         add(Case(cid, cat, PL + args, expect, (where,) if where else (),
                  check=exists("p/platform.xml") if expect != "error" else None, timeout=120))
