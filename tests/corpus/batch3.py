@@ -7,10 +7,10 @@ fast or finish within the time limit.
 Run: .venv/bin/python tests/corpus/harness.py tests/corpus/batch3.py
 
 298 cases. Before the fixes (RANKMAP_CORPUS_CHECKOUT = `git archive` of 30edf6f+lead's commits,
-i.e. the tree before d23a92c): hang 1, traceback 12 (one of them a native crash: a sparse .npz
-with indices beyond its shape died in scipy with SIGSEGV / "double free"), silent wrong 5,
-unclear error 6, refused valid 1, clear error 214, correct 59. After: clear error 239,
-correct 59, nothing else."""
+i.e. the tree before d23a92c): hang 1, traceback 12, silent wrong 5, unclear error 6 (one of
+them a native crash: a sparse .npz with indices beyond its shape died in scipy with SIGSEGV or
+"double free", nothing on stderr), refused valid 1, clear error 214, correct 59. After: clear
+error 239, correct 59, nothing else."""
 from __future__ import annotations
 
 import io
