@@ -47,6 +47,9 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
                  preload: list[str] | None, srun_args: list[str], console: Console, verify: bool = False) -> int:
     if not app:
         raise UserError("give the program after --, e.g. rankmap run -n 8 -- ./app args")
+    if out is not None:             # the output path first, before anything asks Slurm (created below)
+        from rankmap.profiler import outputs
+        outputs.target_dir(out, "--out", "run", new=True)
     cluster.need("srun")
     inside = cluster.in_allocation()
     if not inside:
