@@ -179,7 +179,7 @@ def test_sizes_that_cannot_work_are_refused_quickly(tmp_path):
     for args, fragment in [
         (["--nodes", "n[1-2]", "--node-topology", "pack:64 core:1024"], "more than 4096 cores"),
         (["--nodes", "n[1-2000000]", "--node-topology", "pack:1 core:1"], "names 2000000 hosts"),
-        (["--nodes", "n[1-2]", "--node-topology", "pack:2 core:1", "--oversubscribe", "5000"], "--oversubscribe"),
+        (["--nodes", "n[1-4]", "--node-topology", "pack:2 core:1", "--oversubscribe", "4000000"], "at most 16777216"),
         (["--nodes", "n[1-2]", "--node-topology", "pack:2 core:1", "--mesh", "4096x4096"], "16777216 positions"),
     ]:
         one_error_line(run_cli("map", DATA / "ring4.csv", *args, "--out", tmp_path / "m"), fragment)

@@ -47,7 +47,7 @@ def _input_files(mopts: dict) -> list:
               "90 %% of them; or spread over all.")
 @click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
               show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
-@click.option("--imbalance", type=Number(0.0, validate.MAX_OVERSUBSCRIBE - 1), metavar="EPS",
+@click.option("--imbalance", type=Number(0.0, validate.MAX_IMBALANCE), metavar="EPS",
               help="The traffic's vertices are units of work, several per core: each core takes at most "
               "(1 + EPS) x ceil(vertices / cores) of them (e.g. 0.03).")
 @click.option("--out", required=True, metavar="DIR", help="Mapping directory to write.")

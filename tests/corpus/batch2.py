@@ -260,7 +260,7 @@ def cases() -> list[Case]:
     add(opt("rpn-exact", cat, ["--ranks-per-node", "2"], "ok"))
     add(Case("oversub-limit", cat, ["map", "{F}/ring6.csv", *MACH, "--out", "{W}/out", "--oversubscribe", "1024"],
              "ok", check=mapping_ok("out", 6, per_core=1024), timeout=120))
-    add(opt("oversub-beyond", cat, ["--oversubscribe", "1025"], "error", ["--oversubscribe"]))
+    add(opt("oversub-beyond", cat, ["--oversubscribe", str((1 << 24) + 1)], "error", ["--oversubscribe"]))
     add(opt("oversub-float", cat, ["--oversubscribe", "1.5"], "error", ["--oversubscribe"]))
 
     # --- JSON files of other shapes
