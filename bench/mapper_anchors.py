@@ -21,6 +21,7 @@ end of the run); one job at a time (this machine has 2 cores: run under `nice -n
     .venv/bin/python bench/mapper_anchors.py --set holdout --families stencil7,mix --sizes 1k,10k
     .venv/bin/python bench/mapper_anchors.py --families apps64 --json out.json --csv out.csv
     .venv/bin/python bench/mapper_anchors.py --list            # the instances, nothing run
+    .venv/bin/python bench/mapper_anchors.py --competitors-from out.json --json new.json   # rankmap again
 """
 from __future__ import annotations
 
@@ -232,7 +233,11 @@ def run_instance(inst, names, worker, args) -> dict:
         rec["mappers"]["rankmap"] = m
         if args.verbose:
             print(f"    rankmap: {st} {m['seconds']:.2f} s {m['why'][:100]}", flush=True)
+    reused = getattr(args, "reuse", {}).get(inst.name, {})
     for name in names:
+        if name in reused:                    # --competitors-from: the recorded run of this instance
+            rec["mappers"][name] = dict(reused[name], reused=True)
+            continue
         st, slot, secs, info = worker.run(name, W, machine, args.competitor_seed, 0.0, args.timeout)
         why = info.get("why", "") if st != "ok" else valid(slot, n, machine)
         if st == "ok" and why:
@@ -386,6 +391,9 @@ def parse_args(argv=None):
     ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run: no instance starts after it")
     ap.add_argument("--full", action="store_true", help="every family, size (1k, 10k, 100k), seed, both sets")
     ap.add_argument("--max-n", type=int, default=None, help="skip instances with more ranks")
+    ap.add_argument("--competitors-from", default=None, metavar="JSON",
+                    help="take the competitors' results from an earlier run's --json (same versions and seeds: "
+                         "their mappings are deterministic) and run rankmap and any competitor missing there")
     ap.add_argument("--json", default=None, help="write every record (JSON)")
     ap.add_argument("--csv", default=None, help="write one row per instance and mapper (CSV)")
     ap.add_argument("--markdown", default=None, help="write the cost and time tables as Markdown (for docs/)")
@@ -420,6 +428,14 @@ def select(args):
 
 def main(argv=None):
     args = parse_args(argv)
+    args.reuse = {}
+    if args.competitors_from:
+        old = json.loads(Path(args.competitors_from).read_text())
+        if old.get("versions") != C.versions():
+            sys.exit(f"--competitors-from {args.competitors_from}: recorded with {old.get('versions')}, "
+                     f"installed {C.versions()}: run the competitors again")
+        args.reuse = {r["instance"]: {k: v for k, v in r["mappers"].items() if k != "rankmap"}
+                      for r in old["records"]}
     insts, names = select(args)
     if args.list:
         for i in insts:
