@@ -90,10 +90,31 @@ def _f(x: float, w: int = 6, p: int = 3) -> str:
     return f"{x:{w}.{p}f}" if isinstance(x, (int, float)) and math.isfinite(x) else f"{'-':>{w}}"
 
 
+def checks(r: dict) -> str:
+    """The issue's per-row targets that this row misses (rankmap-b; rankmap-c where it is
+    the better of the two for communication), or "ok"."""
+    miss = []
+    if r["t"]["rankmap-b"] > 1 + NOISE:
+        miss.append(f"slower than block x{r['t']['rankmap-b']:.3f}")
+    if r["best"] and r["vs_best"]["rankmap-b"] > 1.01:
+        miss.append(f"best comp. +{r['vs_best']['rankmap-b'] - 1:.1%}")
+    if r["comm_share"] >= COMM_BOUND:
+        c = min(r["c"]["rankmap-b"], r["c"]["rankmap-c"])
+        if not c <= 0.70:
+            miss.append(f"comm {c - 1:+.0%} (not <= -30 %)")
+    errs = [abs(e) for e in r["pred_err"].values()]
+    if errs and (sum(errs) / len(errs) > 0.10 or max(errs) > 0.25):
+        miss.append(f"predict MAE {sum(errs) / len(errs):.0%} max {max(errs):.0%}")
+    ok, tot = r["order"]
+    if tot and ok / tot < 0.95:
+        miss.append(f"order {ok}/{tot}")
+    return "; ".join(miss) if miss else "ok"
+
+
 def text(rows: list[dict], markdown: bool = False) -> str:
     """The main table: one line per (case, machine, network speed)."""
     head = ["case", "P", "machine", "net", "block s", "comm%", "cyclic", "random", "rm-b", "rm-c", "best comp",
-            "best", "rm-b/best", "c:cyc", "c:rand", "c:rm-b", "c:rm-c", "c:best", "pred err", "order"]
+            "best", "rm-b/best", "c:cyc", "c:rand", "c:rm-b", "c:rm-c", "c:best", "pred err", "order", "targets missed"]
     lines = []
     if markdown:
         lines.append("| " + " | ".join(head) + " |")
@@ -113,13 +134,13 @@ def text(rows: list[dict], markdown: bool = False) -> str:
                  f"{r['comm_share']:.1%}", _f(t["cyclic"]), _f(t["random"]), _f(t["rankmap-b"]), _f(t["rankmap-c"]),
                  best or "-", _f(t[best]) if best else "-", _f(r["vs_best"]["rankmap-b"]) if best else "-",
                  _f(c["cyclic"]), _f(c["random"]), _f(c["rankmap-b"]), _f(c["rankmap-c"]),
-                 _f(c[best]) if best else "-", perr, order]
+                 _f(c[best]) if best else "-", perr, order, checks(r)]
         if markdown:
             lines.append("| " + " | ".join(x.strip() for x in cells) + " |")
         else:
             lines.append(f"{cells[0]:22} {cells[1]:>4} {cells[2]:9} {cells[3]:>6} {cells[4]:>9} {cells[5]:>6} {cells[6]} "
                          f"{cells[7]} {cells[8]} {cells[9]} {cells[10]:>11} {cells[11]:>6} {cells[12]:>6} | {cells[13]} "
-                         f"{cells[14]} {cells[15]} {cells[16]} {cells[17]:>6} | {cells[18]:>11} {cells[19]:>6}")
+                         f"{cells[14]} {cells[15]} {cells[16]} {cells[17]:>6} | {cells[18]:>11} {cells[19]:>6}  {cells[20]}")
     return "\n".join(lines)
 
 
