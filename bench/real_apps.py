@@ -30,6 +30,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))      # the checkout's rankmap, not an installed copy
 
 from rankmap.profiler.errors import UserError  # noqa: E402
 
@@ -153,6 +154,14 @@ def cmd_table(args) -> int:
     return 0
 
 
+def cmd_predict(args) -> int:
+    from real_apps import predicted
+    machines, scales = _machines_scales(args)
+    n = predicted.refresh(args.work, C.select(C.SETS[_set(args)], args.only), machines, scales)
+    print(f"{n} placement(s): rankmap predict recomputed")
+    return 0
+
+
 def cmd_all(args) -> int:
     for f in (cmd_build, cmd_trace, cmd_replay, cmd_table):
         rc = f(args)
@@ -193,6 +202,7 @@ def main(argv=None) -> int:
     t.add_argument("--timeout", type=float, default=3600, help="Seconds per capture.")
     for name, hlp in (("replay", "Every placement and competitor, every machine and network speed."),
                       ("table", "The tables from the cached replays."),
+                      ("predict", "Recompute rankmap predict's estimates for the cached replays (no replay)."),
                       ("all", "build, trace, replay, table.")):
         r = sub.add_parser(name, help=hlp)
         r.add_argument("--only", help="Comma-separated case name fragments.")
@@ -215,7 +225,7 @@ def main(argv=None) -> int:
     args.work = Path(getattr(args, "work", DEFAULT_WORK)).resolve()
     try:
         return {"sources": cmd_sources, "build": cmd_build, "graphs": cmd_graphs, "trace": cmd_trace,
-                "replay": cmd_replay, "table": cmd_table, "all": cmd_all}[args.phase](args)
+                "replay": cmd_replay, "table": cmd_table, "predict": cmd_predict, "all": cmd_all}[args.phase](args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

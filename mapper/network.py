@@ -233,6 +233,7 @@ class SwitchTree(Hierarchy):
     prefix: str = "switch"   # level names: switch0, switch1, ... (blocks: block0, ...)
     label: str = ""          # what describe() says ("" : the arities)
     names: list | None = None  # per level: group id -> the site's name for it (Slurm switches)
+    simgrid: str = ""        # SimGrid's FAT_TREE parameters when the tree is one (exact routes: FatTreeRoutes)
 
     kind = "tree"
 
@@ -607,6 +608,112 @@ def simgrid_fat_tree(params: str) -> tuple[tuple, list]:
     return arities, uplinks
 
 
+class FatTreeRoutes:
+    """SimGrid's own routes on its FAT_TREE cluster (FatTreeZone, SimGrid 3.32), for
+    `rankmap predict`: which directed link and which switch every route takes.
+
+    SimGrid builds the PGFT "levels;down,...;up,...;count,..." (level 1 = leaf switches):
+    a node or switch of level l has up_{l+1} x count_{l+1} parent ports, and is labelled by
+    one digit per level (lowest first; digit i counts parents, up_{i+1}, below the node's
+    level and children, down_{i+1}, from it). A route climbs to the lowest switch above
+    both ends, choosing at each level the parent port (d / prod of the ports below) mod
+    (ports here) with d the destination's position (d-mod-k: all traffic to one node takes
+    the same uplink), and descends on the cable of the source's position mod count
+    (with FatTreeZone's scan continuing from the last child it took, as the code does).
+    With the cluster's limiter_link set, every switch gets a limiter too: everything a
+    switch passes, up or down and both ways, shares one link of that bandwidth, like a
+    node's (the route pushes the limiter of each node and switch it visits, once).
+
+    Link ids: per child level l (0 = the nodes' own links), per child position, per port;
+    loads are separate per direction (SPLITDUPLEX). Limiter ids: the nodes' positions,
+    then the switches level by level."""
+
+    def __init__(self, params: str):
+        parts = params.split(";")
+        self.levels = int(parts[0])
+        self.down, self.up, self.cnt = ([int(x) for x in parts[k].split(",")] for k in (1, 2, 3))
+        L = self.levels
+        self.per_level = [math.prod(self.down)]                 # nodes, then switches of each level
+        for i in range(L):
+            self.per_level.append(math.prod(self.up[:i + 1]) * math.prod(self.down[i + 1:]))
+        self.ports = [self.up[i] * self.cnt[i] for i in range(L)]
+        self.link_off = np.concatenate([[0], np.cumsum([self.per_level[i] * self.ports[i] for i in range(L)])])
+        self.nlinks = int(self.link_off[-1])
+        self.lim_off = np.concatenate([[0], np.cumsum(self.per_level)])
+        self.nlimiters = int(self.lim_off[-1])
+
+    def _radices(self, level: int) -> list[int]:
+        return [self.up[j] if j < level else self.down[j] for j in range(self.levels)]
+
+    def _position(self, label: np.ndarray, level: int) -> np.ndarray:
+        pos = np.zeros(len(label), dtype=np.int64)
+        mul = 1
+        for j, r in enumerate(self._radices(level)):
+            pos += label[:, j] * mul
+            mul *= r
+        return pos
+
+    def _label(self, pos: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(pos), self.levels), dtype=np.int64)
+        p = np.asarray(pos, dtype=np.int64).copy()
+        for j, r in enumerate(self.down):
+            out[:, j] = p % r
+            p //= r
+        return out
+
+    def segments(self, spos: np.ndarray, dpos: np.ndarray):
+        """Routes spos[i] -> dpos[i] (node positions, spos != dpos): (route indices, link ids,
+        direction 0 up / 1 down) per link taken, and (route indices, limiter ids) per limiter."""
+        spos, dpos = np.asarray(spos, dtype=np.int64), np.asarray(dpos, dtype=np.int64)
+        S, D = self._label(spos), self._label(dpos)
+        n, L = len(spos), self.levels
+        diff = S != D
+        top = np.where(diff.any(axis=1), L - np.argmax(diff[:, ::-1], axis=1), 0)   # level of the turning switch
+        idx = np.arange(n)
+        links, lims = [], [(idx, spos), (idx, dpos)]
+        cur = S.copy()
+        below = 1
+        for lv in range(L):                                      # up: from level lv to lv + 1
+            go = np.flatnonzero(top > lv)
+            if len(go):
+                d = (dpos[go] // below) % self.ports[lv]
+                child = self._position(cur[go], lv)
+                if lv:
+                    lims.append((go, self.lim_off[lv] + child))
+                links.append((go, self.link_off[lv] + child * self.ports[lv] + d, 0))
+                cur[go, lv] = d % self.up[lv]
+            below *= self.ports[lv]
+        prev = np.full(n, -1, dtype=np.int64)                    # FatTreeZone's child scan, carried down
+        for lv in range(L, 0, -1):                               # down: from level lv to lv - 1
+            go = np.flatnonzero(top >= lv)
+            if not len(go):
+                continue
+            lims.append((go, self.lim_off[lv] + self._position(cur[go], lv)))
+            k, size = self.down[lv - 1], self.down[lv - 1] * self.cnt[lv - 1]
+            fresh = (spos[go] % self.cnt[lv - 1]) * k
+            start = np.where(prev[go] < 0, fresh, prev[go] + 1)
+            i = start + np.mod(D[go, lv - 1] - start, k)
+            i = np.where(i < size, i, fresh + D[go, lv - 1])
+            prev[go] = i
+            port = cur[go, lv - 1] + (i // k) * self.up[lv - 1]  # the child's port to this switch
+            cur[go, lv - 1] = D[go, lv - 1]
+            child = self._position(cur[go], lv - 1)
+            links.append((go, self.link_off[lv - 1] + child * self.ports[lv - 1] + port, 1))
+        return links, lims
+
+    def loads(self, spos: np.ndarray, dpos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bytes per directed link (shape (2, links): up, down) and per limiter."""
+        w = np.asarray(w, dtype=np.float64)
+        links, lims = self.segments(spos, dpos)
+        lk = np.zeros((2, self.nlinks))
+        for i, ids, direction in links:
+            lk[direction] += np.bincount(ids, weights=w[i], minlength=self.nlinks)
+        lm = np.zeros(self.nlimiters)
+        for i, ids in lims:
+            lm += np.bincount(ids, weights=w[i], minlength=self.nlimiters)
+        return lk, lm
+
+
 KINDS = ("torus", "mesh", "tofu", "fat-tree", "dragonfly", "slurm")
 
 
@@ -698,7 +805,7 @@ def from_spec(spec: dict | str, hosts: list[str], coords: dict | str | None = No
         if spec.get("simgrid"):
             ar, uplinks = simgrid_fat_tree(spec["simgrid"])
             t = switch_tree("x".join(map(str, ar)), n, positions=None if pos is None else pos[:, 0])
-            t = SwitchTree(arities=t.arities, groups=t.groups, uplinks=uplinks)
+            t = SwitchTree(arities=t.arities, groups=t.groups, uplinks=uplinks, simgrid=spec["simgrid"])
             t.label = f"fat tree {'x'.join(map(str, ar))}{t._oversub_text()} (SimGrid {spec['simgrid']})"
             return t
         return switch_tree(spec["shape"], n, spec.get("oversub"), positions=None if pos is None else pos[:, 0])

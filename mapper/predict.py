@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.metrics import link_loads
-from rankmap.mapper.network import Torus
+from rankmap.mapper.network import FatTreeRoutes, SwitchTree, Torus
 from rankmap.profiler.errors import UserError
 
 
@@ -85,6 +85,20 @@ def _through(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray)
     return net.through(a, b, w, machine.nnodes)
 
 
+def _fat_tree_loads(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray):
+    """Bytes per directed link and per limiter (nodes and switches) on SimGrid's fat tree."""
+    tree = machine.network
+    routes = FatTreeRoutes(tree.simgrid)
+    inter = na != nb
+    if not inter.any():
+        return np.zeros(1), np.zeros(1)
+    key = na[inter] * machine.nnodes + nb[inter]
+    uk, inv = np.unique(key, return_inverse=True)     # routes depend on the nodes only
+    w = np.bincount(inv, weights=M.data[inter])
+    pos = tree.groups[:, -1]                          # each node's position in SimGrid's tree
+    return routes.loads(pos[uk // machine.nnodes], pos[uk % machine.nnodes], w)
+
+
 def _bisection(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray, bw: float) -> float:
     """Bytes crossing the cut that halves the longest torus dimension / its bandwidth."""
     net = machine.network
@@ -124,12 +138,23 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
     lat_rank = np.bincount(rows, weights=msgs * alpha, minlength=n)
     bw_rank = np.bincount(rows, weights=byts / beta, minlength=n)
     latency = float(lat_rank.max()) if n else 0.0
-    loads = link_loads(M, machine, slot)
+    tree = machine.network
+    if isinstance(tree, SwitchTree) and tree.simgrid:
+        # SimGrid's fat tree: its own d-mod-k routes, and its switches' limiters (the NIC's
+        # bandwidth on every switch, shared by all it passes) with the nodes'
+        lk, lm = _fat_tree_loads(M, machine, na, nb)
+        loads = lk.ravel()
+        through = lm
+    else:
+        loads = link_loads(M, machine, slot)
+        through = None
     bounds = {"serial": float(bw_rank.max()) if n else 0.0,
               "links": float(loads.max()) / net.link_bw if len(loads) else 0.0,
               "nic": 0.0, "bisection": _bisection(M, machine, na, nb, net.link_bw)}
     if net.nic_bw is not None and inter.any():
-        bounds["nic"] = float(_through(M, machine, na, nb).max()) / net.nic_bw
+        if through is None:
+            through = _through(M, machine, na, nb)
+        bounds["nic"] = float(through.max()) / net.nic_bw
     limit = max(bounds, key=bounds.get)
     return {"seconds": latency + bounds[limit], "latency": latency, "bandwidth": bounds[limit],
             "limited_by": limit, "bounds": bounds,

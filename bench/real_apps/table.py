@@ -215,4 +215,6 @@ def targets(rows: list[dict]) -> list[str]:
                    f"the replay's order: {ok}/{tot} pairs = {ok / tot if tot else float('nan'):.1%} (target >= 95 %; "
                    f"pairs within {TIE:.0%} are ties); against the communication time with compute: {okc}/{totc} = "
                    f"{okc / totc if totc else float('nan'):.1%}")
+        from real_apps import predicted
+        out += predicted.lines(rows)
     return out

@@ -1,0 +1,90 @@
+"""`rankmap predict` against the cached replays, without replaying: every placement's
+estimate recomputed from its trace and hostfile (after a change of the model), and the
+error summarised on the tune rows and on the held-out rows separately.
+
+The split is fixed before anything is tuned: the runs of 16-27 ranks (2-3 nodes) are the
+tune rows, the 64-rank runs are held out; a model constant may be chosen on the tune rows
+only, and the held-out rows are reported as measured."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rankmap.mapper import spec as mspec, writers
+from rankmap.mapper.predict import predict
+from rankmap.profiler.formats import read_traffic
+from rankmap.slurm import platform as plat
+
+TUNE_MAX_RANKS = 32      # tune rows: cases of at most this many ranks; the others are held out
+
+
+def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
+    """Rewrite predicted_comm_seconds / predicted_limit / predicted_bounds / predicted_latency
+    in every cached WORK/replay/<case>/<machine>/x<scale>.json. Returns the placements done."""
+    done = 0
+    for case in cases:
+        trace = work / "traces" / case.name / "trace" / "replay.ti"
+        traffic = None
+        for m in machines:
+            for s in scales:
+                d = work / "replay" / case.name / m
+                f = d / f"x{s:g}.json"
+                if not f.is_file() or not trace.is_file():
+                    continue
+                if traffic is None:
+                    traffic = read_traffic(trace, "smpi", "auto")
+                p, _ = plat.load(work / "platforms" / f"{m}-x{s:g}")
+                full = mspec.build(plat.machine_spec(p))
+                net = p.network()
+                res = json.loads(f.read_text())
+                for name, v in res.items():
+                    hf = d / f"x{s:g}" / f"hostfile-{name}"
+                    if not hf.is_file():
+                        continue
+                    slot = writers.read_mapping(hf, full, traffic.bytes.shape[0])
+                    pr = predict(traffic.bytes, traffic.msgs, full, slot, net)
+                    v.update({"predicted_comm_seconds": pr["seconds"], "predicted_limit": pr["limited_by"],
+                              "predicted_bounds": pr["bounds"], "predicted_latency": pr["latency"]})
+                    done += 1
+                f.write_text(json.dumps(res, indent=1) + "\n")
+        say(f"  {case.name}: predict recomputed", flush=True)
+    return done
+
+
+def is_tune(row: dict) -> bool:
+    return row["ranks"] <= TUNE_MAX_RANKS
+
+
+def family(row: dict) -> str:
+    """The application (NPB: the benchmark): npb-lu, lulesh, ..."""
+    return "-".join(row["case"].split("-")[:2]) if row["app"] == "npb" else row["app"]
+
+
+def stats(rows: list[dict]) -> dict:
+    """MAE, max error and pairs in the replay's order over these rows' placements."""
+    errs = [abs(e) for r in rows for e in r["pred_err"].values()]
+    ok, tot = sum(r["order"][0] for r in rows), sum(r["order"][1] for r in rows)
+    return {"rows": len(rows), "placements": len(errs), "mae": sum(errs) / len(errs) if errs else float("nan"),
+            "max": max(errs) if errs else float("nan"), "order": (ok, tot)}
+
+
+def lines(rows: list[dict]) -> list[str]:
+    """predict's accuracy on the tune rows, the held-out rows, all rows, and per application
+    and machine (all rows)."""
+    out = []
+
+    def one(label, rs):
+        s = stats(rs)
+        if not s["placements"]:
+            return
+        ok, tot = s["order"]
+        out.append(f"predict, {label}: {s['rows']} rows, {s['placements']} placements: MAE {s['mae']:.1%}, max "
+                   f"{s['max']:.1%}, order {ok}/{tot} = {ok / tot if tot else float('nan'):.1%}")
+    one(f"tune rows (<= {TUNE_MAX_RANKS} ranks)", [r for r in rows if is_tune(r)])
+    one(f"held-out rows (> {TUNE_MAX_RANKS} ranks)", [r for r in rows if not is_tune(r)])
+    one("all rows", rows)
+    for v in sorted({family(r) for r in rows}):
+        one(v, [r for r in rows if family(r) == v])
+    for v in sorted({r["machine"] for r in rows}):
+        one(v, [r for r in rows if r["machine"] == v])
+    return out
