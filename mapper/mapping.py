@@ -127,7 +127,9 @@ def run_predict(traffic: Traffic, spec: dict, mappings, net, console) -> dict:
     from rankmap.mapper.predict import predict
     machine = mspec.build(spec)
     named = _read_named(mappings, machine, traffic.size, {"block": np.arange(traffic.size, dtype=np.int64)})
-    out = {k: predict(traffic.bytes, traffic.msgs, machine, slot, net) for k, slot in named.items()}
+    from rankmap.mapper.critpath import schedule_of
+    sched = schedule_of(traffic)          # an SMPI trace: the latency on its critical path
+    out = {k: predict(traffic.bytes, traffic.msgs, machine, slot, net, schedule=sched) for k, slot in named.items()}
     if console is not None:
         from rich.table import Table
         t = Table(title=f"{traffic.size} ranks on {machine.describe()}", show_edge=False)

@@ -10,7 +10,10 @@ alpha-beta cost of the route the pair's messages take:
     beta_ij  = loopback bandwidth, or the link bandwidth (capped by the node's NIC)
 The estimate is the classic alpha-beta sum of a latency term and a bandwidth term:
     latency    max over ranks i of sum_j C_ij alpha_ij: a rank starts its messages one
-               after another
+               after another; or, given the traffic's trace (an SMPI trace: the order of
+               every rank's sends, receives, waits and collectives), the latency on the
+               trace's critical path (rankmap.mapper.critpath), which counts only the
+               latencies that wait for each other
     bandwidth  the largest of four times the run cannot beat:
       serial     max over ranks i of sum_j M_ij / beta_ij (a sender's bytes in turn:
                  blocking sends, pipelines)
@@ -117,7 +120,10 @@ def _bisection(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarra
     return byts / (rings * per_ring * bw) if byts else 0.0
 
 
-def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.ndarray, net: Network) -> dict:
+def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.ndarray, net: Network,
+            schedule=None) -> dict:
+    """schedule: the traffic's actions in program order (rankmap.mapper.critpath, from an SMPI
+    trace): the latency term is then the latency on the trace's critical path."""
     M = sp.coo_matrix(M, dtype=np.float64)
     keep = M.row != M.col
     rows, cols, byts = M.row[keep], M.col[keep], M.data[keep]
@@ -138,6 +144,12 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
     lat_rank = np.bincount(rows, weights=msgs * alpha, minlength=n)
     bw_rank = np.bincount(rows, weights=byts / beta, minlength=n)
     latency = float(lat_rank.max()) if n else 0.0
+    latency_from = "per-rank sum"
+    if schedule is not None and schedule.size == n:
+        from rankmap.mapper.critpath import alpha_of, critical_latency
+        cp = critical_latency(schedule, alpha_of(machine, slot, net.link_lat, net.loop_lat))
+        if cp is not None:
+            latency, latency_from = cp, "critical path"
     tree = machine.network
     if isinstance(tree, SwitchTree) and tree.simgrid:
         # SimGrid's fat tree: its own d-mod-k routes, and its switches' limiters (the NIC's
@@ -156,7 +168,8 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
             through = _through(M, machine, na, nb)
         bounds["nic"] = float(through.max()) / net.nic_bw
     limit = max(bounds, key=bounds.get)
-    return {"seconds": latency + bounds[limit], "latency": latency, "bandwidth": bounds[limit],
+    return {"seconds": latency + bounds[limit], "latency": latency, "latency_from": latency_from,
+            "bandwidth": bounds[limit],
             "limited_by": limit, "bounds": bounds,
             "busiest_rank": int(np.argmax(lat_rank + bw_rank)) if n else 0,
             "internode_bytes": float(byts[inter].sum()), "messages": float(msgs.sum())}

@@ -119,6 +119,8 @@ def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[st
     traffic = read_traffic(trace, "smpi", model)
     full = mspec.build(plat.machine_spec(p))
     net = p.network()
+    from rankmap.mapper.critpath import schedule_of
+    sched = schedule_of(traffic)
     out.mkdir(parents=True, exist_ok=True)
     first = None
     results = {}
@@ -133,7 +135,7 @@ def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[st
         alone = smpi.replay(trace, p, platform_dir, hf, nranks, variant="platform-nocompute.xml")
         slot = writers.read_mapping(hf, full, nranks)
         mt = metrics.evaluate(traffic.bytes, full, slot)
-        pr = predict(traffic.bytes, traffic.msgs, full, slot, net)
+        pr = predict(traffic.bytes, traffic.msgs, full, slot, net, schedule=sched)
         results[name] = Outcome(seconds=r.seconds, comm_seconds=max(0.0, r.seconds - first), wall=r.wall,
                                 hop_bytes=mt["net_hop_bytes"], max_link_load=mt["max_link_load"],
                                 internode_fraction=mt["internode_fraction"],

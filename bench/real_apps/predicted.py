@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from rankmap.mapper import spec as mspec, writers
+from rankmap.mapper.critpath import read_schedule
 from rankmap.mapper.predict import predict
 from rankmap.profiler.formats import read_traffic
 from rankmap.slurm import platform as plat
@@ -24,7 +25,7 @@ def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
     done = 0
     for case in cases:
         trace = work / "traces" / case.name / "trace" / "replay.ti"
-        traffic = None
+        traffic = schedule = None
         for m in machines:
             for s in scales:
                 d = work / "replay" / case.name / m
@@ -33,6 +34,7 @@ def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
                     continue
                 if traffic is None:
                     traffic = read_traffic(trace, "smpi", "auto")
+                    schedule = read_schedule(trace)
                 p, _ = plat.load(work / "platforms" / f"{m}-x{s:g}")
                 full = mspec.build(plat.machine_spec(p))
                 net = p.network()
@@ -42,9 +44,10 @@ def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
                     if not hf.is_file():
                         continue
                     slot = writers.read_mapping(hf, full, traffic.bytes.shape[0])
-                    pr = predict(traffic.bytes, traffic.msgs, full, slot, net)
+                    pr = predict(traffic.bytes, traffic.msgs, full, slot, net, schedule=schedule)
                     v.update({"predicted_comm_seconds": pr["seconds"], "predicted_limit": pr["limited_by"],
-                              "predicted_bounds": pr["bounds"], "predicted_latency": pr["latency"]})
+                              "predicted_bounds": pr["bounds"], "predicted_latency": pr["latency"],
+                              "predicted_latency_from": pr["latency_from"]})
                     done += 1
                 f.write_text(json.dumps(res, indent=1) + "\n")
         say(f"  {case.name}: predict recomputed", flush=True)

@@ -1,0 +1,251 @@
+"""The latency on a trace's critical path, for `rankmap predict`.
+
+A traffic matrix says how many messages each pair exchanges, not which of them wait for
+each other: a rank that posts 26 receives and 26 sends and waits for them all (LULESH)
+pays about one message latency per exchange, a pipelined sweep (NPB LU) pays one per
+step of the pipeline, and a sum over a rank's messages (predict's estimate without a
+trace) is wrong both ways. An SMPI time-independent trace keeps the order: each rank's
+sends, receives, waits and collectives in program order. This module replays that order
+with compute free and every message costing the latency of its route only (hops x link
+latency, or the loopback's), and returns the time of the last rank: the latency the
+program's dependencies put on its critical path. `predict` adds it to its bandwidth bound
+(the busiest link, NIC, sender or cut), which the critical path does not see.
+
+The replay follows SimGrid 3.32 SMPI's semantics as far as they decide waiting (checked
+against SimGrid's replays in docs/real-apps.md): a message starts when both its send and its
+receive are posted (matched first-in first-out per source, destination and tag); a
+blocking send below 64 KiB (smpi/send-is-detached-thresh) returns at once, a larger one
+waits for its receive; `wait` completes the request it names, `waitall` all the rank's
+open ones. Collectives run SMPI's default algorithms: reduce is linear into the root,
+allreduce a linear reduce then a binomial broadcast from rank 0, bcast binomial, barrier a
+linear gather and a binomial broadcast, the others (allgather, alltoall, gather, scatter,
+...) direct, every rank from every other. A trace this does not understand (an action it
+does not know, a receive from MPI_ANY_SOURCE that leaves a rank waiting) gives None, and
+predict falls back to its per-rank sum."""
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from pathlib import Path
+
+import numpy as np
+
+DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
+_SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
+_RECVS = {"recv", "irecv", "Irecv"}
+_SKIP = {"compute", "init", "finalize", "sleep", "comm_size", "comm_split", "comm_dup", "computing"}
+_COLLS = {"bcast", "reduce", "allreduce", "scan", "exscan", "barrier", "gather", "scatter", "allgather", "alltoall",
+          "allgatherv", "alltoallv", "reducescatter", "gatherv", "scatterv"}
+
+
+class Schedule:
+    """Each rank's communication actions in program order (compute dropped)."""
+
+    def __init__(self, ranks: list[list[tuple]]):
+        self.ranks = ranks
+
+    @property
+    def size(self) -> int:
+        return len(self.ranks)
+
+
+def read_schedule(index: str | Path) -> Schedule | None:
+    """The actions of an SMPI time-independent trace (its index file or directory), or None
+    when the trace holds an action the replay below does not model."""
+    from rankmap.profiler.smpi_trace import DATATYPE_SIZE, rank_files
+    index = Path(index)
+    if index.is_dir():
+        index = index / "trace.ti"
+    ranks = []
+    for f in rank_files(index):
+        acts = []
+        with open(f, "rb") as fh:
+            for ln in fh:
+                t = ln.split()
+                if len(t) < 2:
+                    continue
+                op = t[1].decode(errors="replace")
+                if op in _SKIP:
+                    continue
+                try:
+                    a = [int(x) for x in t[2:6]]
+                except ValueError:
+                    return None
+                if op in _SENDS or op in _RECVS:
+                    if len(a) < 3:
+                        return None
+                    size = a[2] * DATATYPE_SIZE.get(a[3] if len(a) > 3 else 0, 1)
+                    kind = ("i" if op[0] in "iI" else "") + ("send" if op in _SENDS else "recv")
+                    acts.append((kind, a[0], a[1], size))
+                elif op == "wait":
+                    if len(a) < 3:
+                        return None
+                    acts.append(("wait", a[0], a[1], a[2]))
+                elif op == "waitall":
+                    acts.append(("waitall",))
+                elif op in _COLLS:
+                    root = a[1] if op == "bcast" and len(a) > 1 else a[2] if op == "reduce" and len(a) > 2 else 0
+                    acts.append(("coll", op, root))
+                else:
+                    return None
+        ranks.append(acts)
+    return Schedule(ranks) if ranks else None
+
+
+def schedule_of(traffic) -> Schedule | None:
+    """The schedule of a Traffic read from an SMPI trace (None for any other format)."""
+    if not str(getattr(traffic, "format", "")).startswith("smpi") or not getattr(traffic, "source", None):
+        return None
+    from rankmap.profiler.errors import UserError
+    try:
+        return read_schedule(traffic.source)
+    except (OSError, ValueError, UserError):
+        return None
+
+
+def critical_latency(sched: Schedule, alpha) -> float | None:
+    """The replay's end time (seconds) when a message from rank i to rank j costs
+    alpha(i, j) and nothing else does; None if the replay gets stuck (a trace this model does
+    not follow)."""
+    P = sched.size
+    memo: dict = {}
+
+    def cost(i, j):
+        k = (i, j)
+        if k not in memo:
+            memo[k] = 0.0 if i == j else float(alpha(i, j))
+        return memo[k]
+
+    t = [0.0] * P
+    pc = [0] * P
+    sends: dict = defaultdict(deque)   # (src, dst, tag) -> unmatched sends (post time, size, request)
+    recvs: dict = defaultdict(deque)   # (src, dst, tag) -> unmatched receives (post time, request)
+    pending: list = [[] for _ in range(P)]   # open requests per rank: [src, dst, tag, completion or None]
+    colls: dict = {}
+    ncoll = [0] * P
+    blocked: list = [None] * P         # ("reqs", [request, ...]) or ("coll", sequence number)
+    fin = [False] * P
+    left, progress = P, True
+    while left and progress:
+        progress = False
+        for r in range(P):
+            if fin[r]:
+                continue
+            acts = sched.ranks[r]
+            while True:
+                b = blocked[r]
+                if b is not None:
+                    if b[0] == "reqs":
+                        if any(q[3] is None for q in b[1]):
+                            break
+                        t[r] = max([t[r]] + [q[3] for q in b[1]])
+                    else:
+                        c = colls[b[1]]
+                        if len(c["t"]) < P:
+                            break
+                        if "out" not in c:
+                            c["out"] = _collective(c["op"], c["root"], c["t"], P, cost)
+                        t[r] = c["out"][r]
+                    blocked[r] = None
+                    progress = True
+                if pc[r] >= len(acts):
+                    fin[r] = True
+                    left -= 1
+                    progress = True
+                    break
+                act = acts[pc[r]]
+                pc[r] += 1
+                progress = True
+                op = act[0]
+                if op in ("send", "isend"):
+                    _, dst, tag, size = act
+                    if not 0 <= dst < P:
+                        continue                             # MPI_PROC_NULL: no message
+                    req = [r, dst, tag, None]
+                    key = (r, dst, tag)
+                    if recvs[key]:
+                        rpost, rreq = recvs[key].popleft()
+                        req[3] = rreq[3] = max(t[r], rpost) + cost(r, dst)
+                    else:
+                        sends[key].append((t[r], req))
+                    if op == "isend":
+                        pending[r].append(req)
+                    elif size >= DETACHED:
+                        blocked[r] = ("reqs", [req])
+                elif op in ("recv", "irecv"):
+                    _, src, tag, _size = act
+                    if not 0 <= src < P:
+                        continue                             # MPI_PROC_NULL (or ANY_SOURCE: not followed)
+                    req = [src, r, tag, None]
+                    key = (src, r, tag)
+                    if sends[key]:
+                        spost, sreq = sends[key].popleft()
+                        req[3] = sreq[3] = max(t[r], spost) + cost(src, r)
+                    else:
+                        recvs[key].append((t[r], req))
+                    if op == "irecv":
+                        pending[r].append(req)
+                    else:
+                        blocked[r] = ("reqs", [req])
+                elif op == "wait":
+                    _, s_, d_, tag = act
+                    for i, q in enumerate(pending[r]):
+                        if q[0] == s_ and q[1] == d_ and q[2] == tag:
+                            blocked[r] = ("reqs", [pending[r].pop(i)])
+                            break
+                elif op == "waitall":
+                    if pending[r]:
+                        blocked[r] = ("reqs", pending[r])
+                        pending[r] = []
+                else:
+                    seq = ncoll[r]
+                    ncoll[r] += 1
+                    c = colls.setdefault(seq, {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0})
+                    c["t"][r] = t[r]
+                    blocked[r] = ("coll", seq)
+    if left:
+        return None
+    return max(t) if P else 0.0
+
+
+def _collective(op: str, root: int, entry: dict, P: int, cost) -> list[float]:
+    """Each rank's exit time from one collective under SMPI's default algorithms."""
+    T = [entry[r] for r in range(P)]
+    if op == "bcast":
+        return _bcast(T, root, P, cost)
+    if op in ("reduce", "gather", "gatherv"):
+        out = list(T)
+        out[root] = max(T[i] + cost(i, root) for i in range(P))
+        return out
+    if op in ("allreduce", "scan", "exscan", "barrier"):
+        T2 = list(T)
+        T2[0] = max(T[i] + cost(i, 0) for i in range(P))
+        return _bcast(T2, 0, P, cost)
+    if op in ("scatter", "scatterv"):
+        return [max(T[r], T[root] + cost(root, r)) for r in range(P)]
+    return [max(T[i] + cost(i, r) for i in range(P)) for r in range(P)]     # direct all-to-all exchanges
+
+
+def _bcast(T: list, root: int, P: int, cost) -> list[float]:
+    """Binomial tree from root (MPICH's: relative rank r gets the data from r minus its lowest
+    set bit); a rank leaves when it has the data."""
+    have = {root: T[root]}
+    out = list(T)
+    for rel in range(1, P):
+        r = (rel + root) % P
+        parent = ((rel - (rel & -rel)) + root) % P
+        have[r] = max(T[r], have[parent] + cost(parent, r))
+        out[r] = have[r]
+    return out
+
+
+def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float):
+    """alpha(i, j) for ranks i, j under a mapping: hops x link latency between their nodes,
+    the loopback's latency on one node."""
+    node = machine.slot_node[np.asarray(slot)]
+
+    def alpha(i, j):
+        a, b = node[i], node[j]
+        if a == b:
+            return loop_lat
+        return float(machine.node_hops(np.array([a]), np.array([b]))[0]) * link_lat
+    return alpha

@@ -1,0 +1,107 @@
+"""`rankmap predict` with a trace: the latency on the trace's critical path
+(rankmap.mapper.critpath) replaces the per-rank sum of message latencies."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import run_cli
+from rankmap.mapper import spec as mspec
+from rankmap.mapper.critpath import Schedule, critical_latency, read_schedule
+from rankmap.mapper.predict import Network, predict
+
+
+def const(a):
+    return lambda i, j: a
+
+
+def test_pipeline_pays_every_step():
+    """0 -> 1 -> 2, ten times: each step waits for the one before, 2 hops of the chain then
+    one more per round: 10 + 1 message latencies."""
+    s = Schedule([[("send", 1, 0, 8)] * 10,
+                  [("recv", 0, 0, 8), ("send", 2, 0, 8)] * 10,
+                  [("recv", 1, 0, 8)] * 10])
+    assert critical_latency(s, const(1.0)) == pytest.approx(11.0)
+
+
+def test_overlapped_exchange_pays_once():
+    """Rank 0 posts three receives and three sends and waits for all: one latency, not six."""
+    s = Schedule([[("irecv", 1, 0, 8), ("irecv", 2, 0, 8), ("irecv", 3, 0, 8),
+                   ("isend", 1, 0, 8), ("isend", 2, 0, 8), ("isend", 3, 0, 8), ("waitall",)]] +
+                 [[("irecv", 0, 0, 8), ("isend", 0, 0, 8), ("waitall",)] for _ in range(3)])
+    assert critical_latency(s, const(1.0)) == pytest.approx(1.0)
+
+
+def test_large_blocking_send_waits_for_its_receive():
+    """A send of 64 KiB or more waits for its receive; a smaller one returns at once."""
+    big = 1 << 16
+    s = Schedule([[("send", 1, 0, big), ("send", 2, 0, 8)],
+                  [("recv", 2, 1, 8), ("recv", 0, 0, big)],
+                  [("send", 1, 1, 8), ("recv", 0, 0, 8)]])
+    # 2 -> 1 arrives at 1, rank 1 then takes 0's big message (at 2): only then does rank 0
+    # send to rank 2, which has it at 3
+    assert critical_latency(s, const(1.0)) == pytest.approx(3.0)
+    s.ranks[0][0] = ("send", 1, 0, big - 1)      # detached: rank 0's message to 2 leaves at 0
+    assert critical_latency(s, const(1.0)) == pytest.approx(2.0)
+
+
+def test_allreduce_is_linear_reduce_then_binomial_bcast():
+    s = Schedule([[("coll", "allreduce", 0)] for _ in range(8)])
+    # into rank 0: 1; out of it along the binomial tree of 8: 3 levels
+    assert critical_latency(s, const(1.0)) == pytest.approx(4.0)
+
+
+def test_stuck_replay_gives_none():
+    s = Schedule([[("recv", 1, 0, 8)], [("recv", 0, 0, 8)]])
+    assert critical_latency(s, const(1.0)) is None
+
+
+def _trace(tmp_path, lines: list[list[str]]):
+    d = tmp_path / "t.ti_files"
+    d.mkdir()
+    files = []
+    for r, ls in enumerate(lines):
+        f = d / f"1_rank-{r + 1}.txt"
+        f.write_text("".join(f"{r} {x}\n" for x in ["init"] + ls + ["finalize"]))
+        files.append(str(f))
+    (tmp_path / "t.ti").write_text("\n".join(files) + "\n")
+    return tmp_path / "t.ti"
+
+
+def test_read_schedule_and_predict(tmp_path):
+    # a ring of 4 ranks, 20 rounds, each rank posting its receive then its send and waiting
+    ring = [[x for _ in range(20) for x in (f"irecv {(r - 1) % 4} 0 1000 2", f"isend {(r + 1) % 4} 0 1000 2",
+                                             "waitall 2", "compute 1000")] for r in range(4)]
+    idx = _trace(tmp_path, ring)
+    sched = read_schedule(idx)
+    assert sched.size == 4 and sched.ranks[0][:2] == [("irecv", 3, 0, 1000), ("isend", 1, 0, 1000)]
+    spec = {"hosts": ["a", "b"], "node_topology": ["pack:1 core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}}
+    m = mspec.build(spec)
+    net = Network(link_bw=1e9, link_lat=1e-6, loop_bw=10e9, loop_lat=0.1e-6, nic_bw=None)
+    M = sp.coo_matrix((np.full(4, 20e3), (np.arange(4), (np.arange(4) + 1) % 4)), shape=(4, 4))
+    C = sp.coo_matrix((np.full(4, 20.0), (np.arange(4), (np.arange(4) + 1) % 4)), shape=(4, 4))
+    slot = np.arange(4)
+    plain = predict(M, C, m, slot, net)
+    r = predict(M, C, m, slot, net, schedule=sched)
+    assert plain["latency_from"] == "per-rank sum" and r["latency_from"] == "critical path"
+    # every round waits for the slowest of its messages, one link: 20 x 1 us
+    assert r["latency"] == pytest.approx(20e-6) and r["bandwidth"] == plain["bandwidth"]
+    (tmp_path / "bad").mkdir()
+    assert read_schedule(_trace(tmp_path / "bad", [["frobnicate 1 2 3"]])) is None
+
+
+def test_predict_cli_reads_the_trace_order(tmp_path):
+    ring = [[x for _ in range(20) for x in (f"irecv {(r - 1) % 4} 0 1000 2", f"isend {(r + 1) % 4} 0 1000 2",
+                                             "waitall 2")] for r in range(4)]
+    idx = _trace(tmp_path, ring)
+    (tmp_path / "hf").write_text("a\nb\na\nb\n")
+    res = run_cli("predict", idx, tmp_path / "hf", "--nodes", "a,b", "--node-topology", "pack:1 core:2",
+                  "--link-bw", "1", "--link-lat", "1", "--loopback-bw", "10", "--loopback-lat", "0.1", "--json")
+    assert res.returncode == 0, res.stderr
+    est = json.loads(res.stdout)["estimates"]["hf"]
+    # a and b under one switch (no --network): 2 links a message, each round waits for one
+    assert est["latency_from"] == "critical path" and est["latency"] == pytest.approx(20 * 2e-6)
+    assert set(est) >= {"seconds", "latency", "bandwidth", "limited_by", "bounds"}
