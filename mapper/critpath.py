@@ -19,7 +19,8 @@ waits for its receive; `wait` completes the request it names, `waitall` all the 
 open ones. Collectives run SMPI's default algorithms: reduce is linear into the root,
 allreduce a linear reduce then a binomial broadcast from rank 0, bcast binomial, barrier a
 linear gather and a binomial broadcast, the others (allgather, alltoall, gather, scatter,
-...) direct, every rank from every other. A trace this does not understand (an action it
+...) direct, every rank from every other (above 512 ranks: the last entry plus each
+rank's latency to rank 0). A trace this does not understand (an action it
 does not know, a receive from MPI_ANY_SOURCE that leaves a rank waiting) gives None, and
 predict falls back to its per-rank sum."""
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+DIRECT_MAX = 512                     # above this many ranks a direct collective is not summed pair by pair
 DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
 _SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
 _RECVS = {"recv", "irecv", "Irecv"}
@@ -124,84 +126,92 @@ def critical_latency(sched: Schedule, alpha) -> float | None:
     ncoll = [0] * P
     blocked: list = [None] * P         # ("reqs", [request, ...]) or ("coll", sequence number)
     fin = [False] * P
-    left, progress = P, True
-    while left and progress:
-        progress = False
-        for r in range(P):
-            if fin[r]:
-                continue
-            acts = sched.ranks[r]
-            while True:
-                b = blocked[r]
-                if b is not None:
-                    if b[0] == "reqs":
-                        if any(q[3] is None for q in b[1]):
-                            break
-                        t[r] = max([t[r]] + [q[3] for q in b[1]])
-                    else:
-                        c = colls[b[1]]
-                        if len(c["t"]) < P:
-                            break
-                        if "out" not in c:
-                            c["out"] = _collective(c["op"], c["root"], c["t"], P, cost)
-                        t[r] = c["out"][r]
-                    blocked[r] = None
-                    progress = True
-                if pc[r] >= len(acts):
-                    fin[r] = True
-                    left -= 1
-                    progress = True
-                    break
-                act = acts[pc[r]]
-                pc[r] += 1
-                progress = True
-                op = act[0]
-                if op in ("send", "isend"):
-                    _, dst, tag, size = act
-                    if not 0 <= dst < P:
-                        continue                             # MPI_PROC_NULL: no message
-                    req = [r, dst, tag, None]
-                    key = (r, dst, tag)
-                    if recvs[key]:
-                        rpost, rreq = recvs[key].popleft()
-                        req[3] = rreq[3] = max(t[r], rpost) + cost(r, dst)
-                    else:
-                        sends[key].append((t[r], req))
-                    if op == "isend":
-                        pending[r].append(req)
-                    elif size >= DETACHED:
-                        blocked[r] = ("reqs", [req])
-                elif op in ("recv", "irecv"):
-                    _, src, tag, _size = act
-                    if not 0 <= src < P:
-                        continue                             # MPI_PROC_NULL (or ANY_SOURCE: not followed)
-                    req = [src, r, tag, None]
-                    key = (src, r, tag)
-                    if sends[key]:
-                        spost, sreq = sends[key].popleft()
-                        req[3] = sreq[3] = max(t[r], spost) + cost(src, r)
-                    else:
-                        recvs[key].append((t[r], req))
-                    if op == "irecv":
-                        pending[r].append(req)
-                    else:
-                        blocked[r] = ("reqs", [req])
-                elif op == "wait":
-                    _, s_, d_, tag = act
-                    for i, q in enumerate(pending[r]):
-                        if q[0] == s_ and q[1] == d_ and q[2] == tag:
-                            blocked[r] = ("reqs", [pending[r].pop(i)])
-                            break
-                elif op == "waitall":
-                    if pending[r]:
-                        blocked[r] = ("reqs", pending[r])
-                        pending[r] = []
+    left = P
+    ready, queued = deque(range(P)), [True] * P
+
+    def wake(x):                       # a rank whose wait may be over: run it again
+        if not queued[x] and not fin[x]:
+            queued[x] = True
+            ready.append(x)
+    while ready:
+        r = ready.popleft()
+        queued[r] = False
+        if fin[r]:
+            continue
+        acts = sched.ranks[r]
+        while True:
+            b = blocked[r]
+            if b is not None:
+                if b[0] == "reqs":
+                    if any(q[3] is None for q in b[1]):
+                        break
+                    t[r] = max([t[r]] + [q[3] for q in b[1]])
                 else:
-                    seq = ncoll[r]
-                    ncoll[r] += 1
-                    c = colls.setdefault(seq, {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0})
-                    c["t"][r] = t[r]
-                    blocked[r] = ("coll", seq)
+                    c = colls[b[1]]
+                    if len(c["t"]) < P:
+                        break
+                    if "out" not in c:
+                        c["out"] = _collective(c["op"], c["root"], c["t"], P, cost)
+                    t[r] = c["out"][r]
+                blocked[r] = None
+            if pc[r] >= len(acts):
+                fin[r] = True
+                left -= 1
+                break
+            act = acts[pc[r]]
+            pc[r] += 1
+            op = act[0]
+            if op in ("send", "isend"):
+                _, dst, tag, size = act
+                if not 0 <= dst < P:
+                    continue                             # MPI_PROC_NULL: no message
+                req = [r, dst, tag, None]
+                key = (r, dst, tag)
+                if recvs[key]:
+                    rpost, rreq = recvs[key].popleft()
+                    req[3] = rreq[3] = max(t[r], rpost) + cost(r, dst)
+                    wake(dst)
+                else:
+                    sends[key].append((t[r], req))
+                if op == "isend":
+                    pending[r].append(req)
+                elif size >= DETACHED:
+                    blocked[r] = ("reqs", [req])
+            elif op in ("recv", "irecv"):
+                _, src, tag, _size = act
+                if not 0 <= src < P:
+                    continue                             # MPI_PROC_NULL (or ANY_SOURCE: not followed)
+                req = [src, r, tag, None]
+                key = (src, r, tag)
+                if sends[key]:
+                    spost, sreq = sends[key].popleft()
+                    req[3] = sreq[3] = max(t[r], spost) + cost(src, r)
+                    wake(src)
+                else:
+                    recvs[key].append((t[r], req))
+                if op == "irecv":
+                    pending[r].append(req)
+                else:
+                    blocked[r] = ("reqs", [req])
+            elif op == "wait":
+                _, s_, d_, tag = act
+                for i, q in enumerate(pending[r]):
+                    if q[0] == s_ and q[1] == d_ and q[2] == tag:
+                        blocked[r] = ("reqs", [pending[r].pop(i)])
+                        break
+            elif op == "waitall":
+                if pending[r]:
+                    blocked[r] = ("reqs", pending[r])
+                    pending[r] = []
+            else:
+                seq = ncoll[r]
+                ncoll[r] += 1
+                c = colls.setdefault(seq, {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0})
+                c["t"][r] = t[r]
+                blocked[r] = ("coll", seq)
+                if len(c["t"]) == P:
+                    for x in range(P):
+                        wake(x)
     if left:
         return None
     return max(t) if P else 0.0
@@ -222,6 +232,9 @@ def _collective(op: str, root: int, entry: dict, P: int, cost) -> list[float]:
         return _bcast(T2, 0, P, cost)
     if op in ("scatter", "scatterv"):
         return [max(T[r], T[root] + cost(root, r)) for r in range(P)]
+    if P > DIRECT_MAX:                 # P^2 pairs: every rank waits for the last entry plus its latency to rank 0
+        last = max(T)
+        return [last + max(cost(0, r), cost(r, 0)) for r in range(P)]
     return [max(T[i] + cost(i, r) for i in range(P)) for r in range(P)]     # direct all-to-all exchanges
 
 
