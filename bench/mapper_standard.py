@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The process-mapping literature's standard benchmark, run live (issue 9, target 4).
 
-Graphs (METIS): 3elt, delaunay_n15, rgg_n_2_15_s0 from ../shared/data/graphs (the tune set) and
-4elt, commanche_dual, delaunay_n16 from bench/data/graphs (held out: see its PROVENANCE.md).
+Graphs (METIS). Tune set: 3elt, delaunay_n15, rgg_n_2_15_s0 (../shared/data/graphs), rgg_n_2_16_s0
+(bench/data/graphs, gzipped) and five generated ones of the same family (bench/data/graphs/generate.py:
+Delaunay triangulations of 2^16 and 2^17 random points, a random geometric graph of 2^17 points, a
+graded 2-D mesh around a hole of 2^15 points). Held out: 4elt, commanche_dual, delaunay_n16
+(bench/data/graphs): the mapper is not tuned on them. See bench/data/graphs/PROVENANCE.md.
 Machine: a hierarchy a1:a2:r = cores per socket : sockets per node : nodes (4:8:r and 4:16:r,
 r = 1, 2, 4, 8, 16), distances D = 1:10:100 (same socket : same node : other node), 3 %
 imbalance: every core (PE) takes at most L = floor((1 + 0.03) * ceil(n / k)) vertices (KaHIP's
@@ -26,8 +29,15 @@ largest part's imbalance, and whether rankmap is <= the best anchor and faster t
 strong.
 
     .venv/bin/python bench/mapper_standard.py                 # tune graphs, 4:8:2 and 4:16:4
-    .venv/bin/python bench/mapper_standard.py --full          # all graphs, r = 1, 2, 4, 8, 16
+    .venv/bin/python bench/mapper_standard.py --full          # tune graphs, r = 1, 2, 4, 8, 16
     .venv/bin/python bench/mapper_standard.py --set holdout --hier 4:8:4 --json out.json
+    .venv/bin/python bench/mapper_standard.py --no-rankmap --json anchors.json   # the competitors once
+    .venv/bin/python bench/mapper_standard.py --competitors-from anchors.json   # rankmap against them
+
+(--competitors-from takes each graph's, hierarchy's and competitor's result from earlier --json
+runs, comma-separated, recorded with the same library versions: their mappings are
+deterministic per seed; anything not recorded there is run live. Their seconds are those of the
+recorded run.)
 """
 from __future__ import annotations
 
@@ -37,6 +47,8 @@ import json
 import math
 import sys
 from pathlib import Path
+
+import gzip
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,9 +61,13 @@ import competitors as C  # noqa: E402
 import mapper_anchors as A  # noqa: E402
 from rankmap.mapper import machine as M  # noqa: E402
 
+sys.path.insert(0, str(BENCH / "data" / "graphs"))
+import generate as G  # noqa: E402
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "graphs"
 HELD = BENCH / "data" / "graphs"
-TUNE_GRAPHS = ("3elt", "delaunay_n15", "rgg_n_2_15_s0")
+TUNE_GRAPHS = ("3elt", "delaunay_n15", "rgg_n_2_15_s0", "rgg_n_2_16_s0", "gen_mesh_n15_s1", "gen_delaunay_n16_s1",
+               "gen_delaunay_n17_s1", "gen_rgg_n_2_17_s1")
 HOLDOUT_GRAPHS = ("4elt", "commanche_dual", "delaunay_n16")
 DIST = (1, 10, 100)
 EPS = 0.03
@@ -61,8 +77,10 @@ DEFAULT_COMPETITORS = ("sharedmap-fast", "sharedmap-eco", "sharedmap-strong", "k
 
 
 def read_metis(path: Path) -> sp.csr_matrix:
-    """A METIS graph (fmt 0/1/10/11/100..., ncon) as a symmetric CSR of edge weights."""
-    lines = [ln for ln in Path(path).read_text().splitlines() if not ln.startswith("%")]
+    """A METIS graph (fmt 0/1/10/11/100..., ncon; gzipped if its name ends in .gz) as a
+    symmetric CSR of edge weights."""
+    text = gzip.decompress(Path(path).read_bytes()).decode() if str(path).endswith(".gz") else Path(path).read_text()
+    lines = [ln for ln in text.splitlines() if not ln.startswith("%")]
     head = lines[0].split()
     n = int(head[0])
     fmt = head[2].zfill(3) if len(head) > 2 else "000"
@@ -122,9 +140,31 @@ def recorded_best() -> dict:
 
 def graph_path(name: str) -> Path:
     for d in (SHARED, HELD):
-        if (d / f"{name}.graph").exists():
-            return d / f"{name}.graph"
+        for ext in (".graph", ".graph.gz"):
+            if (d / f"{name}{ext}").exists():
+                return d / f"{name}{ext}"
     raise FileNotFoundError(name)
+
+
+def load_graph(name: str) -> sp.csr_matrix:
+    """A graph of the benchmark by name: a file, or generated (bench/data/graphs/generate.py)."""
+    if G.is_generated(name):
+        return G.generate(name)
+    return read_metis(graph_path(name))
+
+
+def recorded_runs(paths: str | None) -> dict:
+    """(graph, hierarchy) -> {competitor: entry} from earlier --json runs (the later file wins)."""
+    out = {}
+    for p in (paths.split(",") if paths else []):
+        old = json.loads(Path(p).read_text())
+        if old.get("versions") != C.versions():
+            sys.exit(f"--competitors-from {p}: recorded with {old.get('versions')}, installed {C.versions()}: "
+                     "run the competitors again")
+        for r in old["rows"]:
+            d = out.setdefault((r["graph"], r["hierarchy"]), {})
+            d.update({k: v for k, v in r["mappers"].items() if k != "rankmap" and v.get("status") == "ok"})
+    return out
 
 
 def main(argv=None):
@@ -132,14 +172,16 @@ def main(argv=None):
     ap.add_argument("--set", dest="which", default="tune", choices=("tune", "holdout", "all"))
     ap.add_argument("--graphs", default=None, help="comma list (default: those of the set)")
     ap.add_argument("--hier", default="4:8:2,4:16:4", help="comma list of a1:a2:r (default 4:8:2,4:16:4)")
-    ap.add_argument("--full", action="store_true", help="all six graphs, 4:8:r and 4:16:r for r = 1, 2, 4, 8, 16")
+    ap.add_argument("--full", action="store_true", help="the set's graphs on 4:8:r and 4:16:r for r = 1, 2, 4, 8, 16")
     ap.add_argument("--competitors", default=",".join(DEFAULT_COMPETITORS),
                     help=f"all | none | comma list of {', '.join(C.NAMES)}")
     ap.add_argument("--no-rankmap", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eps", type=float, default=EPS)
     ap.add_argument("--timeout", type=float, default=900.0)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--competitors-from", default=None, metavar="JSON[,JSON...]",
+                    help="reuse the competitors' results of earlier --json runs (same versions)")
+    ap.add_argument("--json", default=None, help="write every row (after each row: an interrupted run keeps them)")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--markdown", default=None, help="write the J table as Markdown (for docs/)")
     args = ap.parse_args(argv)
@@ -147,13 +189,13 @@ def main(argv=None):
                   else TUNE_GRAPHS + HOLDOUT_GRAPHS)
     hiers = [tuple(int(x) for x in h.split(":")) for h in args.hier.split(",")]
     if args.full:
-        graphs = list(TUNE_GRAPHS + HOLDOUT_GRAPHS)
         hiers = [(4, a2, r) for a2 in (8, 16) for r in (1, 2, 4, 8, 16)]
     if args.graphs:
         graphs = args.graphs.split(",")
     names = list(C.NAMES) if args.competitors == "all" else [] if args.competitors == "none" \
         else args.competitors.split(",")
     rec_best = recorded_best()
+    reuse = recorded_runs(args.competitors_from)
     print("versions:", ", ".join(f"{k} {v}" for k, v in C.versions().items()),
           f"| SharedMap threads 1, Mt-KaHyPar threads {C.MTKAHYPAR_THREADS}; eps {args.eps:g}, D 1:10:100", flush=True)
     worker = A.Worker()
@@ -162,7 +204,7 @@ def main(argv=None):
     rows = []
     try:
         for g in graphs:
-            W = read_metis(graph_path(g))
+            W = load_graph(g)
             n = W.shape[0]
             held = g in HOLDOUT_GRAPHS
             for (a1, a2, r) in hiers:
@@ -174,12 +216,18 @@ def main(argv=None):
                        "k": k, "max_per_pe": cap, "mappers": {}}
                 todo = ([] if args.no_rankmap else ["rankmap"]) + names
                 for name in todo:
+                    if name in reuse.get((g, h), {}):
+                        e = dict(reuse[(g, h)][name], reused=True)
+                        res["mappers"][name] = e
+                        print(f"  {g} {h} {name}: J {e['J']} {e['seconds']:.2f} s (recorded)", flush=True)
+                        continue
                     if name == "rankmap":
                         st, slot, secs, info = A.run_rankmap(W, m, args.seed, args.eps, args.timeout)
                         if st == "error":
                             info = {"why": slot}
                             slot = None
-                        extra = {"imbalance_param": info.get("imbalance_param", False)} if st == "ok" else {}
+                        extra = {"imbalance_param": info.get("imbalance_param", False),
+                                 "cpu_seconds": info.get("cpu_s")} if st == "ok" else {}
                     else:
                         st, slot, secs, info = worker.run(name, W, m, args.seed, args.eps, args.timeout)
                         extra = {"repaired": info.get("repaired", 0)} if st == "ok" else {}
@@ -208,6 +256,9 @@ def main(argv=None):
                 if rb:
                     res["recorded_best_J"], res["recorded_best"] = rb
                 rows.append(res)
+                if args.json:
+                    Path(args.json).write_text(json.dumps({"versions": C.versions(), "eps": args.eps, "rows": rows},
+                                                          indent=1))
     finally:
         worker.close()
     report(rows, ["rankmap"] * (not args.no_rankmap) + names)
