@@ -3,9 +3,10 @@ divided among its children, each child holding at most its capacity.
 
 METIS (pymetis) is fast at any size; Mt-KaHyPar (its deterministic preset, one thread)
 finds cuts several percent lower on the graphs of real codes and takes a capacity per
-block directly, so it is tried where its time is affordable. Both are deterministic for a
-given seed. Each returns a block per vertex; the caller repairs capacities and keeps the
-lowest cut."""
+block directly, so it is tried where its time is affordable; KaHIP (equal capacities)
+likewise, with its fast preset on big graphs and eco / strong on the large splits of graphs
+up to STRONG_GRAPH_MAX_WORK. All are deterministic for a given seed. Each returns a block
+per vertex; the caller repairs capacities and keeps the lowest cut."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -20,7 +21,7 @@ import pymetis
 # and the others' fixed costs (~40 ms) dominate; above the work limits (vertices + edge
 # entries, times blocks for Mt-KaHyPar) they would take more than a fraction of a second.
 MIN_VERTICES = 200
-KAHIP_MAX_WORK = 400_000          # (vertices + edge entries) x log2(blocks)
+KAHIP_MAX_WORK = 400_000          # (vertices + edge entries) x log2(blocks), on any graph
 MTKAHYPAR_MAX_WORK = 1e7
 VCYCLE_MAX_WORK = 1_000_000
 TOP_SHARE = 8
@@ -31,13 +32,31 @@ PORTFOLIO_MAX_WORK = 500_000
 # Mt-KaHyPar's gain tables take memory in proportion to vertices x blocks (about 1 GB for
 # 10^5 vertices into 3,125 blocks): beyond this product it is not used
 MTKAHYPAR_MAX_MEMORY = 3e7
+# Graphs up to this size (vertices + edge entries: the standard benchmark's graphs of 2^15-2^16
+# vertices, ~7*10^4 ranks of a 7-point stencil) afford more per split: KaHIP on splits of any
+# size (up to KAHIP_SMALL_GRAPH_MAX_WORK), its eco and strong presets on the splits of
+# many vertices, and the portfolio on every split of at least TOP_MIN_VERTICES vertices (not
+# only the top ones). Measured on the standard benchmark's tune graphs (bench/mapper_standard.py):
+# a split's cut grows with its size and the presets' gains with it (rgg_n_2_16_s0, bisection:
+# KaHIP fast 437 edges, eco 363, strong 298), while below ~2,000 vertices fast is as good.
+STRONG_GRAPH_MAX_WORK = 500_000
+KAHIP_SMALL_GRAPH_MAX_WORK = 4_000_000
+KAHIP_ECO_MIN_VERTICES = 2_000
+KAHIP_STRONG_MIN_VERTICES = 16_000
+KAHIP_STRONG_MAX_WORK = 4_000_000
+TOP_MIN_VERTICES = 2_000
+VCYCLES_BELOW_TOP = 0
+# the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
+# and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)
+_PRESET: dict = {}
 
 
-def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int) -> np.ndarray | None:
-    """KaHIP's kaffpa (fast: on the tuning instances its final mappings cost the same as
-    with eco, geometric mean 0.9996, at 0.8x the mapping time), blocks of equal capacity
-    only (KaHIP has no per-block sizes): the imbalance is what the capacity leaves above
-    ceil(n / k)."""
+def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
+          preset: str | None = None) -> np.ndarray | None:
+    """KaHIP's kaffpa, blocks of equal capacity only (KaHIP has no per-block sizes): the
+    imbalance is what the capacity leaves above ceil(n / k). Preset: the one plan() chose
+    for this split, else fast (on the 1k-rank tuning instances its final mappings cost the
+    same as with eco, geometric mean 0.9996, at 0.8x the mapping time)."""
     try:
         import kahip as kh
     except ImportError:
@@ -45,11 +64,14 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
     n, k = len(indptr) - 1, len(caps)
     if len(set(caps)) != 1 or not len(col):
         return None
+    if preset is None:
+        preset = _PRESET.pop((n, len(col), tuple(caps)), "fast")
+    mode = {"fast": kh.FAST, "eco": kh.ECO, "strong": kh.STRONG}[preset]
     imbalance = caps[0] / -(-n // k) - 1
     # KaHIP sums edge weights in 32-bit integers (its flows too): larger totals overflow and
     # make it crawl, so weights are scaled to a 2^24 total
     _, part = kh.kaffpa([1] * n, indptr.tolist(), _int_weights(w, 2.0 ** 24).tolist(), col.tolist(), k,
-                        float(imbalance), True, int(seed) % (2 ** 31), kh.FAST)
+                        float(imbalance), True, int(seed) % (2 ** 31), mode)
     return np.asarray(part, dtype=np.int64)
 
 
@@ -125,6 +147,16 @@ class MtKaHyPar:
         return np.asarray(ph.get_partition(), dtype=np.int64)
 
 
+def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int) -> str:
+    """KaHIP's preset for a split: eco / strong for the splits of many vertices of graphs up
+    to STRONG_GRAPH_MAX_WORK, fast otherwise."""
+    if graph_work > STRONG_GRAPH_MAX_WORK:
+        return "fast"
+    if n >= KAHIP_STRONG_MIN_VERTICES and (n + nnz) * math.log2(max(2, len(caps))) <= KAHIP_STRONG_MAX_WORK:
+        return "strong"
+    return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
+
+
 def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
     """The partitioners a split of n vertices and nnz edge entries into these capacities
     affords: "metis" always; "kahip" (equal capacities) or "mtkahypar" (from scratch,
@@ -139,10 +171,17 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
         return out
     # on big graphs only the top splits (each a large share of the graph) get KaHIP and
     # Mt-KaHyPar: every level of the tree would cost as much as the whole graph again
+    small = graph_work <= STRONG_GRAPH_MAX_WORK
     top = n + nnz >= graph_work / TOP_SHARE
-    if len(set(caps)) == 1 and (n + nnz) * math.log2(max(2, len(caps))) <= KAHIP_MAX_WORK and top:
+    work = (n + nnz) * math.log2(max(2, len(caps)))
+    if len(set(caps)) == 1 and (top or small and n >= TOP_MIN_VERTICES) \
+            and (work <= KAHIP_MAX_WORK or small and work <= KAHIP_SMALL_GRAPH_MAX_WORK):
         out.append("kahip")
-    if not mtkahypar_available() or not top or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
+        if len(_PRESET) > 1000:
+            _PRESET.clear()
+        _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work)
+    if not mtkahypar_available() or not (top or VCYCLES_BELOW_TOP and small and n >= TOP_MIN_VERTICES) \
+            or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
             or graph_work > PORTFOLIO_MAX_WORK:
         return out
     if len(set(caps)) != 1 and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:

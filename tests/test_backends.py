@@ -1,0 +1,75 @@
+"""backends.plan's size rules (KaHIP presets by split size) and the standard benchmark's
+generated tune graphs."""
+import gzip
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankmap.mapper import backends as B
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def test_plan_small_graph_big_split_gets_strong_kahip():
+    B._PRESET.clear()
+    n, nnz, caps = 40_000, 240_000, [20_600, 20_600]
+    how = B.plan(n, nnz, caps, graph_work=n + nnz)
+    assert "kahip" in how
+    assert B._PRESET[(n, nnz, tuple(caps))] == "strong"
+    assert B.kahip_preset(3_000, 18_000, [800] * 4, graph_work=280_000) == "eco"
+    assert B.kahip_preset(1_000, 6_000, [260] * 4, graph_work=280_000) == "fast"
+
+
+def test_plan_big_graph_unchanged():
+    # above STRONG_GRAPH_MAX_WORK: fast preset, KaHIP only within KAHIP_MAX_WORK, top splits only
+    gw = 10 * B.STRONG_GRAPH_MAX_WORK
+    assert B.kahip_preset(100_000, 600_000, [50_000, 50_000], gw) == "fast"
+    assert "kahip" not in B.plan(100_000, 600_000, [50_000, 50_000], gw)       # 700k work > KAHIP_MAX_WORK
+    assert "kahip" not in B.plan(5_000, 30_000, [2_500, 2_500], gw)            # not a top split
+
+
+def test_plan_below_top_on_small_graphs_kahip_only():
+    gw = B.STRONG_GRAPH_MAX_WORK
+    how = B.plan(B.TOP_MIN_VERTICES, 6 * B.TOP_MIN_VERTICES, [B.TOP_MIN_VERTICES // 4 + 10] * 4, gw)
+    assert "kahip" in how and "vcycles" not in how
+
+
+def test_kahip_takes_the_planned_preset():
+    pytest.importorskip("kahip")
+    side = 12
+    idx = np.arange(side * side).reshape(side, side)
+    e = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+                        np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
+    e = np.concatenate([e, e[:, ::-1]])
+    e = e[np.lexsort((e[:, 1], e[:, 0]))]
+    n = side * side
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(e[:, 0], minlength=n))])
+    caps = [n // 2 + 2] * 2
+    B._PRESET[(n, len(e), tuple(caps))] = "strong"
+    part = B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 0)
+    assert (n, len(e), tuple(caps)) not in B._PRESET      # taken
+    assert np.bincount(part).max() <= caps[0]
+    assert (part[e[:, 0]] != part[e[:, 1]]).sum() // 2 <= side + 2
+
+
+def test_generated_graphs_deterministic_and_gz_reader(tmp_path):
+    sys.path.insert(0, str(BENCH / "data" / "graphs"))
+    sys.path.insert(0, str(BENCH))
+    import generate as G
+    import mapper_standard as S
+    a, b = G.generate("gen_delaunay_n10_s1"), G.generate("gen_delaunay_n10_s1")
+    assert a.shape == (1024, 1024) and (a != b).nnz == 0 and (a != a.T).nnz == 0
+    r = G.generate("gen_rgg_n_2_10_s1")
+    assert r.shape[0] == 1024 and r.nnz > 0
+    m = G.generate("gen_mesh_n10_s1")
+    assert m.shape[0] > 900
+    p = tmp_path / "g.graph"
+    G.write_metis(a, p)
+    (tmp_path / "g.graph.gz").write_bytes(gzip.compress(p.read_bytes()))
+    back = S.read_metis(tmp_path / "g.graph.gz")
+    assert (back != a).nnz == 0
+    for name in S.TUNE_GRAPHS:
+        assert name not in S.HOLDOUT_GRAPHS
+        assert G.is_generated(name) or S.graph_path(name).exists()
