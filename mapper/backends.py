@@ -78,7 +78,10 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
 def _int_weights(w: np.ndarray, total_max: float) -> np.ndarray:
     """Integer edge weights >= 1 whose sum stays below total_max (the libraries sum them)."""
     total = float(w.sum()) or 1.0
-    return np.maximum(1, np.rint(w * min(1.0, total_max / total))).astype(np.int64)
+    x = w * min(1.0, total_max / total)          # one temporary, not four (10^7 weights at 10^6 ranks)
+    np.rint(x, out=x)
+    np.maximum(x, 1, out=x)
+    return x.astype(np.int64)
 
 
 def metis(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,

@@ -122,6 +122,16 @@ class Machine:
             self.__dict__["_levels_above"] = above
         return above[first]
 
+    def same_cost(self, slots: np.ndarray) -> bool:
+        """True when every pair of these slots costs the same (the cores of one socket, one
+        slot each; or the slots of one core). Oversubscribed cores are not: two slots of one
+        core cost nothing, of two cores the last level's cost."""
+        lv = self.lvl[slots]
+        if not (lv[:, :-1] == lv[0, :-1]).all():
+            return False
+        cores = lv[:, -1]
+        return len(np.unique(cores)) in (1, len(cores))
+
     # ------------------------------------------------------------------ the partition tree
     def tree(self, nodes: np.ndarray | None = None) -> TreeNode:
         """Machine tree over the given nodes (default all): network subtrees (compact
@@ -160,6 +170,10 @@ class Machine:
                     for j, i in enumerate(order)]
             if len(kids) == 1:
                 return kids[0]
+            if all(not k.children for k in kids) and self.same_cost(slots):
+                # interchangeable slots (a socket's cores): one leaf, filled in order. A tree
+                # of 10^6 one-slot leaves took 2-3 s and ~400 MB to build, and nothing reads them
+                return TreeNode(slots, [], label)
             return TreeNode(slots, kids, label)
         return build(idx, self.node_level + 1, self.hosts[n])
 

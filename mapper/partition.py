@@ -15,6 +15,8 @@ from scipy.optimize import linear_sum_assignment
 from rankmap.mapper import backends
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine, TreeNode
+from rankmap.mapper.network import Torus
+from rankmap.mapper.refine import subgraph
 
 
 STRUCTURED = 0.5      # METIS's cut below this share of a random split's: the graph has structure to find
@@ -46,27 +48,23 @@ def live_children(n: int, caps: list[int], fill: str) -> list[int]:
 class _Sub:
     """The traffic of a set of ranks rk, as plain arrays: the internal graph in local numbering
     (CSR: indptr, col, w, plus the row of each entry) and the edges leaving the set (local
-    row, global column, weight). Cheap enough for the thousands of small splits of a large
-    machine (scipy's fancy indexing costs milliseconds per call)."""
+    row, global column, weight), extracted in C (refine.subgraph): every level of the tree
+    reads all the edges again, 10^7 of them at 10^6 ranks. csr: _int64_csr(W)."""
 
-    def __init__(self, W: sp.csr_matrix, rk: np.ndarray, pos: np.ndarray):
-        ip = W.indptr
-        st = ip[rk]
-        ln = ip[rk + 1] - st
-        tot = int(ln.sum())
-        first = np.concatenate([[0], np.cumsum(ln)[:-1]])
-        at = np.repeat(st - first, ln) + np.arange(tot)
-        row = np.repeat(np.arange(len(rk)), ln)
-        cols, w = W.indices[at], W.data[at]
-        pos[rk] = np.arange(len(rk))
-        local = pos[cols]
-        pos[rk] = -1
-        inside = local >= 0
+    def __init__(self, csr: tuple, rk: np.ndarray, pos: np.ndarray):
+        self.indptr, row, col, w, nin = subgraph(*csr, rk, pos)
         self.n = len(rk)
-        self.row, self.col, self.w = row[inside], local[inside].astype(np.int64), w[inside]
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.row, minlength=self.n))]).astype(np.int64)
-        out = ~inside
-        self.ext_row, self.ext_col, self.ext_w = row[out], cols[out], w[out]
+        self.col, self.w = col[:nin], w[:nin]
+        # the rows of the inside entries are rebuilt when asked for, after the partitioner has
+        # run (on the top split of 10^6 ranks they are 128 MB while METIS needs its most)
+        self.ext_row, self.ext_col, self.ext_w = row[nin:].copy(), col[nin:], w[nin:]
+        self._row = None
+
+    @property
+    def row(self) -> np.ndarray:
+        if self._row is None:
+            self._row = np.repeat(np.arange(self.n), np.diff(self.indptr))
+        return self._row
 
     @property
     def nnz(self) -> int:
@@ -74,6 +72,13 @@ class _Sub:
 
     def cut(self, part: np.ndarray) -> float:
         return float(self.w[part[self.row] != part[self.col]].sum())
+
+
+def _int64_csr(W: sp.csr_matrix) -> tuple:
+    """W's arrays as the C kernels read them (int64 indices: a copy only where scipy chose
+    int32; graph.from_traffic's graphs are int64 already)."""
+    return (np.ascontiguousarray(W.indptr, dtype=np.int64), np.ascontiguousarray(W.indices, dtype=np.int64),
+            np.ascontiguousarray(W.data, dtype=np.float64))
 
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None) -> np.ndarray:
@@ -180,13 +185,14 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     slot = np.full(graph.n, -1, dtype=np.int64)
     where = np.full(graph.n, root.slots[0], dtype=np.int64)   # a representative slot of each rank's subtree
     pos = np.full(graph.n, -1, dtype=np.int64)
-    W = graph.W
+    csr = _int64_csr(graph.W)
+    mark = np.full(machine.nnodes, -1, dtype=np.int64)
     level = [(ranks, root)]
     depth = 0
     while level:
         nxt = []
         for rk, node in level:
-            if not node.children or all(not c.children for c in node.children) and _same_cost(machine, node):
+            if not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots):
                 slot[rk] = node.slots[: len(rk)]   # equivalent slots: keep the order
                 where[rk] = slot[rk]
                 continue
@@ -195,13 +201,13 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             if len(live) == 1:
                 nxt.append((rk, node.children[live[0]]))
                 continue
-            sub = _Sub(W, rk, pos)
+            sub = _Sub(csr, rk, pos)
             tl = [caps[i] for i in live]
             if sub.nnz == 0 or len(rk) <= len(live):
                 part = _in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
                 part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz)
-            kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine)
+            kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]
                 where[members] = child.slots[0]
@@ -228,7 +234,7 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
     if np.ptp(nodes.distance(a, b)) == 0:
         return None                                           # all nodes equally far: the cut is all
     n = graph.n
-    sub = _Sub(graph.W, np.arange(n), np.full(n, -1, dtype=np.int64))
+    sub = _Sub(_int64_csr(graph.W), np.arange(n), np.full(n, -1, dtype=np.int64))
     caps = [len(p) for p in per]
     part = split(sub, caps, seed, n + graph.W.nnz)
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
@@ -266,20 +272,37 @@ def _in_order(n: int, caps: list[int]) -> np.ndarray:
 
 
 def _orient(sub: _Sub, node: TreeNode, part: np.ndarray, children: list, sizes: list, where: np.ndarray,
-            machine: Machine) -> list:
+            machine: Machine, mark: np.ndarray) -> list:
     """Which child each part goes to: among children of the same capacity, the assignment that
-    puts the parts' traffic with ranks outside this subtree over the shortest distances."""
+    puts the parts' traffic with ranks outside this subtree over the shortest distances.
+    mark: one -1 per node, left so."""
     k = len(children)
     if len(set(sizes)) == len(sizes) or not len(sub.ext_col):
         return children                           # no two children of one size, or no outside traffic
     if machine.slot_node[node.slots[0]] == machine.slot_node[node.slots[-1]]:
         return children                           # inside one node: everyone outside is as far from each part
     src_part = part[sub.ext_row]
-    # destinations are few distinct representative slots: distances per representative
-    reps, inv = np.unique(where[sub.ext_col], return_inverse=True)
     w = sub.ext_w
     heads = np.array([c.slots[0] for c in children])
-    d = machine.distance(np.repeat(heads, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
+    if isinstance(machine.network, Torus):
+        # whole nodes here, the rest in other nodes: machine.distance's torus term per
+        # destination node, the distinct nodes found in O(edges) through a per-node mark (a
+        # sort, np.unique, dominated the 10^4-10^5 splits of a 10^6-rank torus)
+        dst = machine.slot_node[where[sub.ext_col]]
+        idx = np.arange(len(dst))
+        mark[dst] = idx                                # one occurrence of each node wins
+        first = mark[dst]
+        mark[dst] = -1
+        isrep = first == idx
+        inv = (np.cumsum(isrep) - 1)[first]
+        reps = dst[isrep]
+        hn = machine.slot_node[heads]
+        hops = machine.network.hops(np.repeat(hn, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
+        d = machine.acc[machine.node_level] + machine.hop_cost * (hops - 1)
+    else:
+        # destinations are few distinct representative slots: distances per representative
+        reps, inv = np.unique(where[sub.ext_col], return_inverse=True)
+        d = machine.distance(np.repeat(heads, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
     if (d == d[0]).all():                         # every child is as far from the rest: keep the order
         return children
     cost = np.stack([np.bincount(src_part, weights=w * d[j][inv], minlength=k) for j in range(k)], axis=1)
@@ -293,14 +316,3 @@ def _orient(sub: _Sub, node: TreeNode, part: np.ndarray, children: list, sizes: 
             for a, b in zip(r, c):
                 assign[group[a]] = group[b]
     return [children[assign[j]] for j in range(k)]
-
-
-def _same_cost(machine: Machine, node: TreeNode) -> bool:
-    """True when every pair of slots under node costs the same (the cores of one socket, one
-    slot each; or the slots of one core). Oversubscribed cores are not: two slots of one core
-    cost nothing, of two cores the last level's cost."""
-    lv = machine.lvl[node.slots]
-    if not (lv[:, :-1] == lv[0, :-1]).all():
-        return False
-    cores = lv[:, -1]
-    return len(np.unique(cores)) in (1, len(cores))

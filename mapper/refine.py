@@ -1,4 +1,5 @@
-"""Bridge to the C local search (csrc/refine/refine.h: its interface) and its cost function."""
+"""Bridge to the mapper's C kernels (csrc/refine/refine.h: their interface): the local search,
+its cost function, and the subgraph extraction behind the hierarchical splits."""
 from __future__ import annotations
 
 import ctypes as C
@@ -46,7 +47,27 @@ def _lib():
                               C.POINTER(C.c_int32)]
     lib.rm_tabu.restype = C.c_int64
     lib.rm_tabu.argtypes = [C.POINTER(_Problem), P64, C.c_uint64, C.c_double, C.c_int64, PD, C.POINTER(C.c_int32)]
+    lib.rm_subgraph.restype = C.c_int64
+    # plain addresses: the thousands of small splits of a big machine feel ctypes' casts
+    V = C.c_void_p
+    lib.rm_subgraph.argtypes = [V, V, V, V, C.c_int64, V, V, V, V, V]
     return lib
+
+
+def subgraph(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rk: np.ndarray, pos: np.ndarray):
+    """The edges among the ranks rk of a symmetric CSR graph (int64 indptr/indices, float64
+    data; pos: n entries of -1, left so): (sub_indptr, row, col, w, nin) with entries [0, nin)
+    inside the set (local row and column) and [nin, :) leaving it (local row, global column)."""
+    rk = np.ascontiguousarray(rk, dtype=np.int64)
+    tot = int((indptr[rk + 1] - indptr[rk]).sum())
+    sub_indptr = np.empty(len(rk) + 1, dtype=np.int64)
+    row, col, w = np.empty(tot, dtype=np.int64), np.empty(tot, dtype=np.int64), np.empty(tot)
+    for a, t in ((indptr, np.int64), (indices, np.int64), (data, np.float64), (pos, np.int64)):
+        if a.dtype != t or not a.flags.c_contiguous:
+            raise TypeError("internal error: refine.subgraph takes contiguous int64 indptr, indices, pos and float64 data")
+    nin = _lib().rm_subgraph(indptr.ctypes.data, indices.ctypes.data, data.ctypes.data, rk.ctypes.data, len(rk),
+                             pos.ctypes.data, sub_indptr.ctypes.data, row.ctypes.data, col.ctypes.data, w.ctypes.data)
+    return sub_indptr, row, col, w, int(nin)
 
 
 def _p(a, t=P64):

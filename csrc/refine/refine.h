@@ -48,5 +48,8 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
                   int64_t ils_rounds, double *cost_out, int32_t *timed_out);
 int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, int64_t max_iters,
                 double *cost_out, int32_t *timed_out);
+/* the edges inside and leaving a set of ranks (refine.c: subgraphs) */
+int64_t rm_subgraph(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *rk, int64_t m,
+                    int64_t *pos, int64_t *sub_indptr, int64_t *row, int64_t *col, double *w);
 
 #endif
