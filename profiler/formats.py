@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
-from rankmap.profiler.traffic import Traffic, check_matrix
+from rankmap.profiler.traffic import Traffic, check_matrix, without_diagonal
 
 READ_FORMATS = ("auto", "profile", "smpi", "mpip", "csv", "treematch", "amfch", "ompi", "mtx", "npz", "metis")
 WRITE_FORMATS = ("metis", "mtx", "csv", "npz", "treematch")
@@ -508,9 +508,7 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
 
 def symmetric(m: sp.spmatrix) -> sp.csr_matrix:
     """W = M + M^T without the diagonal: the undirected communication graph."""
-    w = (m + m.T).tocsr()
-    w.setdiag(0)
-    w.eliminate_zeros()
+    w = without_diagonal((m + m.T).tocsr())
     w.sort_indices()
     return w
 
