@@ -6,6 +6,7 @@ ranks they talk to outside. Ranks on one socket are equivalent for the cost, so 
 split (into cores) keeps the order."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -84,19 +85,21 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
-    return split_candidates(sub, caps, seed, graph_work)[0][1]
+    return split_candidates(sub, caps, seed, graph_work, only_part=True)[0][1]
 
 
-def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None) -> list:
+def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
+                     only_part: bool = False) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
-    repaired to the capacities; lowest cut first, duplicates removed."""
+    repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
+    candidate's cut is not computed (NaN; split's thousands of small splits)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     how = backends.plan(sub.n, sub.nnz, caps, graph_work)
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
     if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
         part = repair(sub, cands[0], caps)
-        return [(sub.cut(part), part)]
+        return [(math.nan if only_part else sub.cut(part), part)]
     mt = None
     # KaHIP's and Mt-KaHyPar's times grow fast on expander-like graphs (random partners:
     # KaHIP 16 s where a mesh of the same size takes 0.1 s), where a better cut gains

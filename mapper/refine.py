@@ -131,8 +131,9 @@ class Problem:
         """Descent to a local minimum, then `ils_rounds` kicks. Returns (slot_of_rank, cost, timed_out)."""
         if max_passes is None:   # converge on small problems; on big ones the first passes gain most
             n = len(slot_of_rank)
-            # (and a 0.1 % gain floor above 256); at 10^5 ranks a pass takes 1-2 s
-            max_passes = 1000 if n <= 2000 else 8 if n <= 20000 else 2 if n <= 200000 else 1
+            # (and a 0.1 % gain floor above 256); above 5*10^4 ranks the C pass screens its
+            # candidates (refine.c SCREEN_ABOVE) and gets one more; at 10^5 ranks a pass takes ~0.6 s
+            max_passes = 1000 if n <= 2000 else 8 if n <= 20000 else 2 if n <= 50000 else 3 if n <= 200000 else 1
         s = np.ascontiguousarray(slot_of_rank, dtype=np.int64).copy()
         out, cut = C.c_double(), C.c_int32()
         _lib().rm_refine(C.byref(self.s), _p(s), int(seed), float(time_cap), int(max_passes), int(ils_rounds),

@@ -119,13 +119,18 @@ static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
 }
 
 #define RM_MAX_WIDTH 64 /* levels + torus dimensions a pass handles (rm_refine checks) */
-/* Above SCREEN_ABOVE ranks a swap's partner side (a scan of the partner's edges: the pass's
- * main cost, bound by memory latency at 10^6 ranks) is computed only for the SCREEN_KEEP
- * candidates whose own side gains most. Measured at 10^6 ranks (one pass): random traffic
- * 23 s -> 12 s for a pass gain of 1.65 % instead of 2.1 %; a stencil 7.5 s -> 4.8 s, 0.3 %
- * instead of 0.6 %. */
-#define SCREEN_ABOVE 200000
-#define SCREEN_KEEP 4
+/* Above SCREEN_ABOVE ranks a swap's partner side (a scan of the partner's edges: most of a
+ * pass, bound by memory latency at 10^6 ranks) is computed only for the SCREEN_KEEP
+ * candidates whose own side gains most (SCREEN_KEEP_HUGE above SCREEN_HUGE ranks), and
+ * mapper/refine.py gives the cheaper passes one more. Measured on the hierarchical start
+ * (bench/mapper_scaling.py's graphs): at 10^5 ranks, random traffic 0.966 of the start in
+ * 2 full passes (2.1-2.4 s), 0.963 in 3 screened ones (1.6-2.0 s); a stencil 0.990 -> 0.992
+ * (0.6-0.8 s either way). At 10^6 ranks, one pass: random 23 s -> 12 s for 0.984 instead
+ * of 0.979; a stencil 7.5 s -> 4.8 s, 0.997 instead of 0.994. */
+#define SCREEN_ABOVE 50000
+#define SCREEN_KEEP 6
+#define SCREEN_HUGE 500000
+#define SCREEN_KEEP_HUGE 4
 #define FULL_LIMIT 600 /* up to this many slots every slot is a candidate */
 #define TOP_NEIGHBOURS 6
 #define PER_GROUP 8
@@ -505,7 +510,7 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
             int nt = 0;
             int64_t st[TOP_NEIGHBOURS * PER_GROUP];
             double sg[TOP_NEIGHBOURS * PER_GROUP];
-            int ns = 0, screen = p->n > SCREEN_ABOVE;
+            int ns = 0, screen = p->n > SCREEN_ABOVE, keep = p->n > SCREEN_HUGE ? SCREEN_KEEP_HUGE : SCREEN_KEEP;
             for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++) {
                 int q;
                 if (nt < top_n)
@@ -550,7 +555,7 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
                         best = gg, best_t = t;
                 }
             }
-            for (int k = 0; k < SCREEN_KEEP && k < ns; k++) { /* the best i-sides get their j-side */
+            for (int k = 0; k < keep && k < ns; k++) { /* the best i-sides get their j-side */
                 int b = k;
                 for (int q = k + 1; q < ns; q++)
                     if (sg[q] > sg[b])
