@@ -35,17 +35,29 @@ MTKAHYPAR_MAX_MEMORY = 3e7
 # Graphs up to this size (vertices + edge entries: the standard benchmark's graphs of 2^15-2^16
 # vertices, ~7*10^4 ranks of a 7-point stencil) afford more per split: KaHIP on splits of any
 # size (up to KAHIP_SMALL_GRAPH_MAX_WORK), its eco and strong presets on the splits of
-# many vertices, and the portfolio on every split of at least TOP_MIN_VERTICES vertices (not
-# only the top ones). Measured on the standard benchmark's tune graphs (bench/mapper_standard.py):
-# a split's cut grows with its size and the presets' gains with it (rgg_n_2_16_s0, bisection:
-# KaHIP fast 437 edges, eco 363, strong 298), while below ~2,000 vertices fast is as good.
+# many vertices, on every split of at least TOP_MIN_VERTICES vertices (not only the top
+# ones), and Mt-KaHyPar from scratch on the root split (at least ROOT_SHARE of the graph)
+# whatever its capacities. Measured on the standard benchmark's tune graphs
+# (bench/mapper_standard.py): a split's cut grows with its size and the presets' gains
+# with it (rgg_n_2_16_s0, bisection: KaHIP fast 437 edges, eco 363, strong 298), while
+# below ~2,000 vertices fast is as good (the 1k-rank tune set maps identically).
 STRONG_GRAPH_MAX_WORK = 500_000
 KAHIP_SMALL_GRAPH_MAX_WORK = 4_000_000
 KAHIP_ECO_MIN_VERTICES = 2_000
 KAHIP_STRONG_MIN_VERTICES = 16_000
 KAHIP_STRONG_MAX_WORK = 4_000_000
 TOP_MIN_VERTICES = 2_000
-VCYCLES_BELOW_TOP = 0
+ROOT_SHARE = 0.9
+# Bigger graphs up to KAHIP_BIG_GRAPH_MAX_WORK (2^17-vertex meshes and random geometric
+# graphs, 10^5 ranks) get KaHIP's eco preset on their top splits up to KAHIP_BIG_MAX_WORK
+# (eco: 0.1-0.3 s on a split of 2^16 vertices; J 1.08x the best anchor where METIS alone
+# gave 1.28x); above it (10^6 ranks) KaHIP's fast preset within KAHIP_MAX_WORK as before
+KAHIP_BIG_GRAPH_MAX_WORK = 2_000_000
+KAHIP_BIG_PRESET = "eco"
+KAHIP_BIG_MAX_WORK = 4_000_000
+# ... all of it only for splits into at most this many blocks: eco's time grows fast with
+# the blocks (a 10^4-rank stencil into 312 nodes: 18 s where fast takes 0.1 s)
+KAHIP_PRESET_MAX_BLOCKS = 16
 # the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
 # and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)
 _PRESET: dict = {}
@@ -152,9 +164,12 @@ class MtKaHyPar:
 
 def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int) -> str:
     """KaHIP's preset for a split: eco / strong for the splits of many vertices of graphs up
-    to STRONG_GRAPH_MAX_WORK, fast otherwise."""
-    if graph_work > STRONG_GRAPH_MAX_WORK:
+    to STRONG_GRAPH_MAX_WORK, KAHIP_BIG_PRESET on graphs up to KAHIP_BIG_GRAPH_MAX_WORK,
+    fast otherwise."""
+    if graph_work > KAHIP_BIG_GRAPH_MAX_WORK or len(caps) > KAHIP_PRESET_MAX_BLOCKS:
         return "fast"
+    if graph_work > STRONG_GRAPH_MAX_WORK:
+        return KAHIP_BIG_PRESET
     if n >= KAHIP_STRONG_MIN_VERTICES and (n + nnz) * math.log2(max(2, len(caps))) <= KAHIP_STRONG_MAX_WORK:
         return "strong"
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
@@ -162,9 +177,10 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int) -> str:
 
 def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
     """The partitioners a split of n vertices and nnz edge entries into these capacities
-    affords: "metis" always; "kahip" (equal capacities) or "mtkahypar" (from scratch,
-    unequal ones) where small enough; "vcycles" (Mt-KaHyPar improving each candidate)
-    where the graph is small enough to hand over. Measured on the tuning instances, V-cycles
+    affords: "metis" always; "kahip" (equal capacities; its preset recorded for kahip())
+    or "mtkahypar" (from scratch: unequal ones, or the root split of a small graph) where
+    small enough; "vcycles" (Mt-KaHyPar improving each candidate) where the graph is small
+    enough to hand over. Measured on the tuning instances, V-cycles
     on METIS's and KaHIP's splits come within 0.3 % of the best of every partitioner
     at a quarter of the time. graph_work: the whole graph's vertices + edge entries; only
     the top splits (at least 1/TOP_SHARE of it each) get more than METIS, so that the
@@ -173,21 +189,23 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
     if n < MIN_VERTICES or not nnz:
         return out
     # on big graphs only the top splits (each a large share of the graph) get KaHIP and
-    # Mt-KaHyPar: every level of the tree would cost as much as the whole graph again
+    # Mt-KaHyPar: every level of the tree would cost as much as the whole graph again;
+    # small graphs give KaHIP every split of TOP_MIN_VERTICES or more
     small = graph_work <= STRONG_GRAPH_MAX_WORK
     top = n + nnz >= graph_work / TOP_SHARE
     work = (n + nnz) * math.log2(max(2, len(caps)))
-    if len(set(caps)) == 1 and (top or small and n >= TOP_MIN_VERTICES) \
-            and (work <= KAHIP_MAX_WORK or small and work <= KAHIP_SMALL_GRAPH_MAX_WORK):
+    cap = KAHIP_MAX_WORK if len(caps) > KAHIP_PRESET_MAX_BLOCKS else KAHIP_SMALL_GRAPH_MAX_WORK if small \
+        else KAHIP_BIG_MAX_WORK if graph_work <= KAHIP_BIG_GRAPH_MAX_WORK else KAHIP_MAX_WORK
+    if len(set(caps)) == 1 and (top or small and n >= TOP_MIN_VERTICES) and work <= max(cap, KAHIP_MAX_WORK):
         out.append("kahip")
         if len(_PRESET) > 1000:
             _PRESET.clear()
         _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work)
-    if not mtkahypar_available() or not (top or VCYCLES_BELOW_TOP and small and n >= TOP_MIN_VERTICES) \
-            or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
+    if not mtkahypar_available() or not top or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
             or graph_work > PORTFOLIO_MAX_WORK:
         return out
-    if len(set(caps)) != 1 and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:
+    root = small and n + nnz >= graph_work * ROOT_SHARE
+    if (len(set(caps)) != 1 or root) and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:
         out.append("mtkahypar")
     if n + nnz <= VCYCLE_MAX_WORK:
         out.append("vcycles")

@@ -30,6 +30,26 @@ def test_plan_big_graph_unchanged():
     assert "kahip" not in B.plan(5_000, 30_000, [2_500, 2_500], gw)            # not a top split
 
 
+def test_plan_many_blocks_keep_fast_and_the_old_cap():
+    # a 10^4-rank stencil into 312 nodes: eco took 18 s there
+    assert B.kahip_preset(9_984, 56_704, [32] * 312, 66_688) == "fast"
+    assert "kahip" not in B.plan(9_984, 56_704, [32] * 312, 66_688)
+
+
+def test_plan_mid_graph_eco_on_top_splits():
+    gw = (B.STRONG_GRAPH_MAX_WORK + B.KAHIP_BIG_GRAPH_MAX_WORK) // 2
+    assert B.kahip_preset(100_000, 600_000, [50_000, 50_000], gw) == B.KAHIP_BIG_PRESET
+    assert "kahip" in B.plan(100_000, 600_000, [50_000, 50_000], gw)
+    assert "kahip" not in B.plan(5_000, 30_000, [2_500, 2_500], gw)             # not a top split
+
+
+def test_plan_root_split_of_small_graph_gets_mtkahypar():
+    if not B.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    assert "mtkahypar" in B.plan(40_000, 240_000, [20_600, 20_600], graph_work=280_000)
+    assert "mtkahypar" not in B.plan(20_000, 120_000, [10_300, 10_300], graph_work=280_000)
+
+
 def test_plan_below_top_on_small_graphs_kahip_only():
     gw = B.STRONG_GRAPH_MAX_WORK
     how = B.plan(B.TOP_MIN_VERTICES, 6 * B.TOP_MIN_VERTICES, [B.TOP_MIN_VERTICES // 4 + 10] * 4, gw)
