@@ -37,7 +37,8 @@ MTKAHYPAR_MAX_MEMORY = 3e7
 # size (up to KAHIP_SMALL_GRAPH_MAX_WORK), its eco and strong presets on the splits of
 # many vertices, on every split of at least TOP_MIN_VERTICES vertices (not only the top
 # ones), and Mt-KaHyPar from scratch on the root split (at least ROOT_SHARE of the graph)
-# whatever its capacities. Measured on the standard benchmark's tune graphs
+# whatever its capacities, where it has KAHIP_STRONG_MIN_VERTICES or more (on 10^4-rank
+# instances it cost 1-1.5 s for no gain). Measured on the standard benchmark's tune graphs
 # (bench/mapper_standard.py): a split's cut grows with its size and the presets' gains
 # with it (rgg_n_2_16_s0, bisection: KaHIP fast 437 edges, eco 363, strong 298), while
 # below ~2,000 vertices fast is as good (the 1k-rank tune set maps identically).
@@ -204,7 +205,7 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
     if not mtkahypar_available() or not top or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
             or graph_work > PORTFOLIO_MAX_WORK:
         return out
-    root = small and n + nnz >= graph_work * ROOT_SHARE
+    root = small and n >= KAHIP_STRONG_MIN_VERTICES and n + nnz >= graph_work * ROOT_SHARE
     if (len(set(caps)) != 1 or root) and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:
         out.append("mtkahypar")
     if n + nnz <= VCYCLE_MAX_WORK:
