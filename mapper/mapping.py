@@ -18,10 +18,12 @@ VERSION = "0.1.0"
 
 
 def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, refine, fill, mode, out,
-            force, plots_on, console, also_nodes: list[str] | None = None, parallel=None) -> dict:
+            force, plots_on, console, also_nodes: list[str] | None = None, parallel=None, network=None) -> dict:
     """also_nodes: in whole-cluster mode, one more candidate node set (e.g. the allocation a
     run had); the nodes a profile ran on are always a candidate. parallel: (run, workdir) to
-    compute the mapping on a distributed engine (rankmap.mapper.parallel)."""
+    compute the mapping on a distributed engine (rankmap.mapper.parallel). network: None, or
+    the network's speeds (a rankmap.mapper.predict.Network): the final choice among solve's
+    candidate mappings is then made with `rankmap predict`'s estimate (solve.choose_predicted)."""
     t0 = time.monotonic()
     target = writers.mapping_target(out, force, inputs=inputs_of(traffic, spec))   # checked before any work
     machine = mspec.build(spec)
@@ -54,7 +56,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
         from rankmap.mapper.parallel import map_parallel
         res, timing = map_parallel(traffic, machine, parallel[0], parallel[1], seed, refine, time_limit, graph)
     else:
-        res = solve.solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph=graph)
+        res = solve.solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph=graph,
+                          predictor=_predictor(traffic, machine, network))
     notes += res.notes
     results = report.compare(traffic.bytes, machine, {"rankmap": res.slot_of_rank}, seed, traffic.placement)
     rep = {
@@ -73,6 +76,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     }
     if timing is not None:
         rep["parallel"] = timing
+    if getattr(res, "predicted", None):
+        rep["predicted_comm_seconds"] = res.predicted
     extra = (lambda tmp: _plots(tmp, traffic, machine, {"rankmap": res.slot_of_rank,
                                                          "block": np.arange(traffic.size, dtype=np.int64)},
                                 check=False)) if plots_on else None
@@ -86,6 +91,16 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                                    f"{rep['seconds']:.2f} s"))
         console.print(f"Written: {path}/{{{','.join(writers.FILES)}}}")
     return rep
+
+
+def _predictor(traffic: Traffic, machine, network):
+    """slot -> predicted communication seconds on `network` (None without one)."""
+    if network is None:
+        return None
+    from rankmap.mapper.critpath import schedule_of
+    from rankmap.mapper.predict import predict
+    sched = schedule_of(traffic)          # an SMPI trace: the latency on its critical path
+    return lambda slot: predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
 
 
 def inputs_of(traffic: Traffic, spec: dict) -> list:

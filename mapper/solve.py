@@ -31,12 +31,19 @@ class Result:
     defaults: dict              # block / cyclic / input -> cost
     seconds: float
     notes: list = field(default_factory=list)
+    predicted: dict = field(default_factory=dict)   # candidate -> predicted communication seconds (with a network)
 
 
 # A computed mapping replaces the launcher's default order only when the model says it is
 # clearly cheaper: a gain in the noise of the cost model (uniform all-to-all traffic makes
 # every permutation cost the same) is not worth the default's unmodelled regularity.
 MIN_GAIN = 0.01
+
+# With a network model (solve's `predictor`), the final choice among the candidate mappings is
+# the one with the lowest predicted communication time, but the cost's choice is kept unless
+# another candidate is predicted faster by more than PREDICT_MARGIN: predict's estimates of
+# placements that cut the same bytes differ by noise, not by what a replay would show.
+PREDICT_MARGIN = 0.01
 
 TABU_SLOTS = 256   # up to this many slots the tabu search (O(slots^2) memory and steps) is used
 
@@ -69,8 +76,12 @@ def check_fits(n: int, machine: Machine) -> None:
 
 def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: int = 0, tries: int = 3,
           time_limit: float | None = None, refine: bool = True, fill: str = "packed",
-          graph: Graph | None = None, quick: bool = False) -> Result:
-    """quick: one start and a short search (comparing candidate allocations)."""
+          graph: Graph | None = None, quick: bool = False, predictor=None) -> Result:
+    """quick: one start and a short search (comparing candidate allocations).
+    predictor: None (the default: the choice is the cost's alone), or a function of a mapping
+    (slot of each rank) returning its predicted communication time in seconds (rankmap predict
+    on the machine's network speeds); the mappings solve found (each start refined, the best
+    refined further) and the default orders are then compared by it (choose_predicted)."""
     if algorithm not in ALGORITHMS:
         raise UserError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     t0 = time.monotonic()
@@ -127,6 +138,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         starts += [(f"{k}+refine", v.copy(), seed) for k, v in defaults.items()
                    if work.refine_defaults or k == "input"]
     candidates = {}
+    kept = {}                   # candidate -> its mapping (only with a predictor)
     best = None
     for name, s, sd in starts:
         if search:
@@ -137,6 +149,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             c, label = prob.cost(s), name
         key = label if label not in candidates else f"{label}#{sd}"
         candidates[key] = c
+        if predictor is not None:
+            kept[key] = s
         if best is None or c < best[1] - 1e-12 * abs(best[1]):
             best = (key, c, s, sd)
     if search and (work.tabu_iters or work.ils_rounds):
@@ -169,9 +183,39 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             chosen, cost, slot, fell_back = dname, default_costs[dname], defaults[dname].copy(), True
             notes.append(f"the {dname} order is within {MIN_GAIN:.0%} of the computed mapping's cost "
                          f"({default_costs[dname]:.6g} vs {best[1]:.6g}); it is returned unchanged")
+    predicted = {}
+    if predictor is not None and algorithm in ("metis", "scotch", "greedy"):
+        pool = {chosen: slot, **{k: defaults[k] for k in defaults}, **kept, best[0]: best[2]}
+        costs = {**candidates, **default_costs, chosen: cost}
+        pick, predicted = choose_predicted(pool, chosen, machine, predictor)
+        if pick != chosen:
+            notes.append(f"network model: {pick} is predicted {predicted[pick]:.4g} s of communication against "
+                         f"{predicted[chosen]:.4g} s for {chosen} (more than {PREDICT_MARGIN:.0%} less); "
+                         f"{pick} is returned (its cost {costs[pick] / cost:.4f}x)")
+            chosen, cost, slot = pick, costs[pick], pool[pick].copy()
+            fell_back = pick in defaults
     _validate(slot, n, machine)
     return Result(slot_of_rank=slot, cost=cost, algorithm=algorithm, chosen=chosen, fell_back=fell_back,
-                  candidates=candidates, defaults=default_costs, seconds=time.monotonic() - t0, notes=notes)
+                  candidates=candidates, defaults=default_costs, seconds=time.monotonic() - t0, notes=notes,
+                  predicted=predicted)
+
+
+def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tuple[str, dict]:
+    """The candidate with the lowest predicted time, if it beats `chosen`'s prediction by more
+    than PREDICT_MARGIN, else `chosen`. Mappings that put every rank on the same node are
+    predicted once (predict sees nodes, not cores); ties go to the earlier candidate in pool's
+    order (deterministic). Returns the pick and name -> predicted seconds."""
+    seen: dict = {}
+    predicted = {}
+    for name, s in pool.items():
+        key = machine.slot_node[np.asarray(s)].tobytes()
+        if key not in seen:
+            seen[key] = float(predictor(s))
+        predicted[name] = seen[key]
+    low = min(predicted, key=predicted.get)            # first of the lowest
+    if predicted[low] < predicted[chosen] * (1 - PREDICT_MARGIN):
+        return low, predicted
+    return chosen, predicted
 
 
 def _validate(slot: np.ndarray, n: int, machine: Machine) -> None:

@@ -64,8 +64,9 @@ def _hosts(machine, slot) -> list[str]:
 
 
 def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, out: Path, seed: int = 0,
-               which=PLACEMENTS, model: str = "auto", console=None) -> dict[str, list[str]]:
-    """Hostfile lines of each placement (rankmap's mappings are written under out/)."""
+               which=PLACEMENTS, model: str = "auto", console=None, network=None) -> dict[str, list[str]]:
+    """Hostfile lines of each placement (rankmap's mappings are written under out/). network:
+    rankmap's final choice made with predict on these speeds (run_map's network), or None."""
     alloc = allocate(p, platform_dir, nranks, out)
     m_alloc = mspec.build(mspec.load(alloc.spec_path))
     traffic = read_traffic(trace, "smpi", model)
@@ -83,7 +84,7 @@ def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, o
             run_map(traffic, mspec.load(alloc.spec_path if same else platform_dir / "machine.json"),
                     algorithm="metis", seed=seed, tries=3, time_limit=None, refine=True, fill="packed",
                     mode="same-allocation" if same else "whole-cluster", out=str(d), force=True, plots_on=False,
-                    console=None, also_nodes=alloc.nodes)
+                    console=None, also_nodes=alloc.nodes, network=network)
             res[name] = smpi.read_hostfile(d / "hostfile")
         else:
             raise UserError(f"unknown placement {name!r}; choose among {', '.join(PLACEMENTS)}")
