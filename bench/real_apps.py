@@ -136,7 +136,8 @@ def _wanted(args):
 
 def cmd_replay(args) -> int:
     machines, scales = _machines_scales(args)
-    return R.run(C.select(C.SETS[_set(args)], args.only), args.work, machines, scales, wanted=_wanted(args))
+    return R.run(C.select(C.SETS[_set(args)], args.only), args.work, machines, scales, wanted=_wanted(args),
+                 predict_choice=not getattr(args, "no_predict_choice", False))
 
 
 def cmd_table(args) -> int:
@@ -212,6 +213,10 @@ def main(argv=None) -> int:
                                         "(default: 1,0.25,0.0625,0.015625).")
         r.add_argument("--competitors", help="Comma-separated names from bench/competitors.py, or all (default: the "
                                              "strongest configuration of each: " + ",".join(R.COMPETITORS) + ").")
+        if name in ("replay", "all"):
+            r.add_argument("--no-predict-choice", action="store_true",
+                           help="Map rankmap-b/-c once, without the network's speeds (rankmap's cost alone chooses "
+                                "among its candidate mappings; by default predict's estimate on each speed does).")
         if name in ("table", "all"):
             r.add_argument("--markdown", action="store_true", help="Markdown tables (docs/real-apps.md).")
             r.add_argument("--json", help="Write every row to this file.")

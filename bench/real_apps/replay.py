@@ -14,7 +14,14 @@ cost nothing: what `rankmap predict` estimates) and predict's estimate.
 
 Cached in WORK/replay/<case>/<machine>/: placements.json (hostfiles and mapping times) and
 x<scale>.json per network speed; a placement missing from a cached file (a competitor that
-became available) is replayed and added."""
+became available) is replayed and added.
+
+rankmap knows the simulated network's speeds here, so rankmap-b and rankmap-c are mapped once
+per network speed with them (`run_map(network=...)`: the final choice among rankmap's
+candidate mappings by `rankmap predict`'s estimate, mapper/solve.py choose_predicted):
+placements.json "hosts_at" -> "x<scale>" -> name. A cached replay whose hostfile differs from
+the placement's current hosts is replayed again (only that placement). --no-predict-choice
+maps them once, from the traffic and the machine alone, as before."""
 from __future__ import annotations
 
 import json
@@ -80,11 +87,22 @@ def symmetric_traffic(trace: Path):
 
 
 def placements(trace: Path, ranks: int, work: Path, machine: str, out: Path, say=print,
-               wanted=COMPETITORS) -> dict:
-    """placements.json: host lists of ours and of every available competitor (computed once)."""
+               wanted=COMPETITORS, scales=(), predict_choice: bool = True) -> dict:
+    """placements.json: host lists of ours and of every available competitor (computed once);
+    with predict_choice, rankmap-b/-c again at each scale, knowing that network's speeds."""
     f = out / "placements.json"
     data = json.loads(f.read_text()) if f.is_file() else {"hosts": {}, "map_seconds": {}, "skipped": {}}
     p, pdir = platform(work, machine, 1.0)
+    at = data.setdefault("hosts_at", {})
+    for s in (scales if predict_choice else ()):
+        k = f"x{s:g}"
+        if all(n in at.get(k, {}) for n in ("rankmap-b", "rankmap-c")):
+            continue
+        ps, psdir = platform(work, machine, s)
+        t0 = time.monotonic()
+        at[k] = simulated.placements(trace, ps, psdir, ranks, out / "map" / k, seed=0,
+                                     which=("rankmap-b", "rankmap-c"), network=ps.network())
+        data["map_seconds"][f"(rankmap-b/-c, {k}, predict choice)"] = round(time.monotonic() - t0, 2)
     missing = [n for n in OURS if n not in data["hosts"]]
     if missing:
         t0 = time.monotonic()
@@ -126,16 +144,32 @@ def placements(trace: Path, ranks: int, work: Path, machine: str, out: Path, say
     return data
 
 
+def hosts_at(pl: dict, scale: float, predict_choice: bool = True) -> dict:
+    """The placements replayed at this network speed: rankmap's mapped for it (predict_choice)."""
+    hosts = dict(pl["hosts"])
+    if predict_choice:
+        hosts.update(pl.get("hosts_at", {}).get(f"x{scale:g}", {}))
+    return hosts
+
+
+def _replayed_hosts(out: Path, scale: float, name: str):
+    from rankmap.slurm import smpi
+    hf = out / f"x{scale:g}" / f"hostfile-{name}"
+    return smpi.read_hostfile(hf) if hf.is_file() else None
+
+
 def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path, say=print,
-           wanted=COMPETITORS) -> dict:
+           wanted=COMPETITORS, predict_choice: bool = True) -> dict:
     """Results per scale: placement -> outcome (simulated.Outcome.as_dict)."""
-    pl = placements(trace, ranks, work, machine, out, say, wanted)
+    pl = placements(trace, ranks, work, machine, out, say, wanted, scales, predict_choice)
     res = {}
     for s in scales:
         f = out / f"x{s:g}.json"
         have = json.loads(f.read_text()) if f.is_file() else {}
         keep = set(OURS) | set(competitor_names(wanted)[0])
-        todo = {n: h for n, h in pl["hosts"].items() if n not in have and n in keep}
+        hosts = hosts_at(pl, s, predict_choice)
+        stale = [n for n in ("rankmap-b", "rankmap-c") if n in have and _replayed_hosts(out, s, n) != hosts[n]]
+        todo = {n: h for n, h in hosts.items() if (n not in have or n in stale) and n in keep}
         if todo:
             p, pdir = platform(work, machine, s)
             t0 = time.monotonic()
@@ -147,7 +181,7 @@ def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path,
     return {"placements": pl, "scales": res}
 
 
-def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS) -> int:
+def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS, predict_choice: bool = True) -> int:
     failed = []
     for case in cases:
         trace = work / "traces" / case.name / "trace" / "replay.ti"     # capture.replayable
@@ -160,7 +194,8 @@ def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS
                 continue
             say(f"  {case.name} on {m}", flush=True)
             try:
-                replay(trace, case.ranks, work, m, scales, work / "replay" / case.name / m, say, wanted)
+                replay(trace, case.ranks, work, m, scales, work / "replay" / case.name / m, say, wanted,
+                       predict_choice)
             except UserError as e:      # a SimGrid replay crash: report it, go on with the other rows
                 say(f"  {case.name} on {m}: FAILED: {str(e).splitlines()[0]}")
                 failed.append(f"{case.name}/{m}")

@@ -1,0 +1,107 @@
+"""The final choice with a network model (mapper/solve.py choose_predicted, run_map's network):
+among the mappings solve found and the default orders, the one `rankmap predict` estimates
+fastest, when it beats the cost's choice by more than PREDICT_MARGIN; without a network
+nothing changes. And the benchmark's side (bench/real_apps/replay.py): rankmap's placements
+mapped per network speed, a cached replay of another hostfile replayed again."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankmap.mapper import machine, solve
+from rankmap.mapper.mapping import _predictor
+from rankmap.mapper.predict import Network
+from rankmap.profiler.traffic import Traffic
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+from real_apps import replay as R  # noqa: E402
+
+
+def chatty_and_heavy() -> Traffic:
+    """4 ranks, 2 nodes of 2 cores. (0,2) and (1,3) exchange 1 MB in one message each; (0,1)
+    and (2,3) 1 kB in 1,000 messages. The cost (bytes x level costs) keeps the megabytes on a
+    node: {0,2} {1,3}; block ({0,1} {2,3}) cuts them. With a 1 ms link latency the thousand
+    messages cost 1 s between nodes and the megabyte 1 ms: predict prefers block."""
+    heavy, chatty = 1e6, 1e3
+    r = [0, 2, 1, 3, 0, 1, 2, 3]
+    c = [2, 0, 3, 1, 1, 0, 3, 2]
+    b = [heavy] * 4 + [chatty] * 4
+    m = [1] * 4 + [1000] * 4
+    return Traffic(bytes=sp.csr_matrix((b, (r, c)), shape=(4, 4)), msgs=sp.csr_matrix((m, (r, c)), shape=(4, 4)),
+                   source="test", format="test")
+
+
+SLOW_LATENCY = Network(link_bw=1e9, link_lat=1e-3, loop_bw=1e10, loop_lat=1e-7, nic_bw=None)
+
+
+def test_predict_picks_block_over_a_cheaper_mapping():
+    m = machine.build(["a", "b"], ["core:2"])
+    t = chatty_and_heavy()
+    plain = solve.solve(t, m)
+    # the cost alone: the megabytes on a node (cyclic's order here), clearly cheaper than block
+    assert plain.cost < plain.defaults["block"] * (1 - solve.MIN_GAIN) and plain.chosen != "block"
+    node = m.slot_node[plain.slot_of_rank]
+    assert node[0] == node[2] and node[1] == node[3]
+    assert plain.predicted == {}
+    r = solve.solve(t, m, predictor=_predictor(t, m, SLOW_LATENCY))
+    assert r.chosen == "block" and r.fell_back
+    assert np.array_equal(m.slot_node[r.slot_of_rank], m.slot_node[np.arange(4)])
+    assert r.cost == r.defaults["block"] > plain.cost
+    assert r.predicted["block"] < 0.01 * r.predicted[plain.chosen]
+    assert any(x.startswith("network model: block is predicted") for x in r.notes)
+    # a network where bandwidth decides (no latency): the cost's choice is kept, the estimates reported
+    fast = Network(link_bw=1e6, link_lat=0.0, loop_bw=1e10, loop_lat=0.0, nic_bw=None)
+    k = solve.solve(t, m, predictor=_predictor(t, m, fast))
+    assert k.chosen == plain.chosen and np.array_equal(k.slot_of_rank, plain.slot_of_rank)
+    assert k.predicted[k.chosen] < k.predicted["block"]
+
+
+def test_without_a_network_nothing_changes():
+    m = machine.build([f"n{i}" for i in range(4)], ["pack:2 core:4"], torus="2x2x1")
+    rng = np.random.default_rng(7)
+    t = Traffic(bytes=sp.csr_matrix(sp.random(32, 32, density=0.15, random_state=rng) * 1e6), source="r",
+                format="r")
+    a = solve.solve(t, m, seed=1)
+    b = solve.solve(t, m, seed=1, predictor=_predictor(t, m, None))
+    assert _predictor(t, m, None) is None
+    assert np.array_equal(a.slot_of_rank, b.slot_of_rank) and a.cost == b.cost and a.chosen == b.chosen
+    assert a.candidates == b.candidates and a.notes == b.notes and b.predicted == {}
+
+
+def test_choose_predicted_margin_ties_and_nodes():
+    m = machine.build(["a", "b"], ["core:2"])
+    pool = {"mine": np.array([0, 2, 1, 3]), "block": np.array([0, 1, 2, 3]), "same-nodes": np.array([1, 0, 3, 2]),
+            "other": np.array([2, 3, 0, 1])}
+    calls = []
+
+    def pred(values):
+        def f(slot):
+            calls.append(tuple(slot))
+            return values[tuple(m.slot_node[slot])]
+        return f
+    # "same-nodes" puts every rank on block's nodes: predicted once, same value
+    v = {(0, 1, 0, 1): 1.0, (0, 0, 1, 1): 0.995, (1, 1, 0, 0): 0.995}
+    pick, p = solve.choose_predicted(pool, "mine", m, pred(v))
+    assert pick == "mine" and len(calls) == 3 and p["same-nodes"] == p["block"]    # 0.5 % better: within the margin
+    v = {(0, 1, 0, 1): 1.0, (0, 0, 1, 1): 0.98, (1, 1, 0, 0): 0.98}
+    pick, _ = solve.choose_predicted(pool, "mine", m, pred(v))
+    assert pick == "block"                                                           # 2 % better; a tie: the first
+    v = {(0, 1, 0, 1): 1.0, (0, 0, 1, 1): 0.98, (1, 1, 0, 0): 0.5}
+    assert solve.choose_predicted(pool, "mine", m, pred(v))[0] == "other"
+
+
+def test_bench_maps_per_speed_and_replays_a_changed_hostfile(tmp_path):
+    pl = {"hosts": {"block": ["n0", "n0"], "rankmap-b": ["n0", "n1"], "rankmap-c": ["n0", "n1"]},
+          "hosts_at": {"x0.0625": {"rankmap-b": ["n1", "n0"], "rankmap-c": ["n0", "n1"]}}}
+    assert R.hosts_at(pl, 1.0) == pl["hosts"]
+    h = R.hosts_at(pl, 0.0625)
+    assert h["rankmap-b"] == ["n1", "n0"] and h["block"] == ["n0", "n0"]
+    assert R.hosts_at(pl, 0.0625, predict_choice=False)["rankmap-b"] == ["n0", "n1"]
+    (tmp_path / "x0.0625").mkdir()
+    (tmp_path / "x0.0625" / "hostfile-rankmap-b").write_text("n0\nn1\n")
+    assert R._replayed_hosts(tmp_path, 0.0625, "rankmap-b") == ["n0", "n1"] != h["rankmap-b"]   # stale: replayed
+    assert R._replayed_hosts(tmp_path, 0.0625, "rankmap-c") is None
