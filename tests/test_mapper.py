@@ -225,3 +225,49 @@ def test_cyclic_and_random_baselines():
     assert m.slot_node[baselines.cyclic(6, m)].tolist() == [0, 1, 2, 0, 1, 2]
     r = baselines.random(6, m, 1)
     assert sorted(r.tolist()) == list(range(6))
+
+
+def test_subgraph_extraction_matches_scipy():
+    """refine.subgraph (C): the edges inside a rank set in local numbering, CSR in row order,
+    and the edges leaving it with global columns; pos left as it was."""
+    from rankmap.mapper.refine import subgraph
+    rng = np.random.default_rng(3)
+    n = 300
+    A = sp.random(n, n, density=0.03, random_state=rng, format="csr")
+    W = from_traffic(Traffic(bytes=A, source="t", format="synthetic")).W
+    rk = np.sort(rng.choice(n, 120, replace=False))
+    pos = np.full(n, -1, dtype=np.int64)
+    ip, row, col, w, nin = subgraph(W.indptr, W.indices, W.data, rk, pos)
+    assert (pos == -1).all()
+    inner = W[rk][:, rk].tocsr()
+    inner.sort_indices()
+    got = sp.csr_matrix((w[:nin], col[:nin], ip), shape=(len(rk), len(rk)))
+    got.sort_indices()
+    assert (got != inner).nnz == 0
+    assert (row[:nin] == np.repeat(np.arange(len(rk)), np.diff(ip))).all()
+    outside = np.setdiff1d(np.arange(n), rk)
+    ext = W[rk][:, outside].tocoo()
+    want = sorted(zip(ext.row.tolist(), outside[ext.col].tolist(), ext.data.tolist()))
+    assert sorted(zip(row[nin:].tolist(), col[nin:].tolist(), w[nin:].tolist())) == want
+
+
+@pytest.mark.slow
+def test_refine_screened_pass_on_a_large_machine():
+    """Above 5*10^4 ranks the C pass screens its swap candidates: the mapping stays a
+    permutation of the slots, never costs more, and is the same for the same seed."""
+    n = 60000
+    rng = np.random.default_rng(0)
+    r = np.repeat(np.arange(n), 4)
+    c = rng.integers(0, n, size=4 * n)
+    ok = r != c
+    A = sp.csr_matrix((rng.integers(1, 1000, size=ok.sum()).astype(float), (r[ok], c[ok])), shape=(n, n))
+    g = from_traffic(Traffic(bytes=A, source="t", format="synthetic"))
+    m = machine.build([f"n{i}" for i in range(n // 32)], ["pack:2 core:16"], torus="15x5x25")
+    prob = Problem(g, m)
+    start = baselines.block(n, m)
+    s1, c1, _ = prob.refine(start, 7)
+    s2, c2, _ = prob.refine(start, 7)
+    assert (s1 == s2).all() and c1 == c2
+    assert len(np.unique(s1)) == n and s1.min() >= 0 and s1.max() < m.nslots
+    assert c1 < prob.cost(start)
+    assert abs(prob.cost(s1) - c1) <= 1e-9 * c1
