@@ -5,6 +5,7 @@ nothing changes. And the benchmark's side (bench/real_apps/replay.py): rankmap's
 mapped per network speed, a cached replay of another hostfile replayed again."""
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -15,7 +16,7 @@ from rankmap.mapper.mapping import _predictor
 from rankmap.mapper.predict import Network
 from rankmap.profiler.traffic import Traffic
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 sys.path.insert(0, str(ROOT / "bench"))
 from real_apps import replay as R  # noqa: E402
@@ -105,3 +106,25 @@ def test_bench_maps_per_speed_and_replays_a_changed_hostfile(tmp_path):
     (tmp_path / "x0.0625" / "hostfile-rankmap-b").write_text("n0\nn1\n")
     assert R._replayed_hosts(tmp_path, 0.0625, "rankmap-b") == ["n0", "n1"] != h["rankmap-b"]   # stale: replayed
     assert R._replayed_hosts(tmp_path, 0.0625, "rankmap-c") is None
+
+
+def test_map_cli_network_speeds(tmp_path):
+    csv = tmp_path / "t.csv"      # the 4-rank case above as a traffic file (one message per pair: bytes decide)
+    csv.write_text("src,dst,bytes\n0,2,1000000\n2,0,1000000\n1,3,1000000\n3,1,1000000\n0,1,1000\n1,0,1000\n"
+                   "2,3,1000\n3,2,1000\n")
+    probe = tmp_path / "probe.json"
+    probe.write_text(json.dumps({"latency_us": {"same socket": 0.1, "neighbour node": 1000},
+                                 "bandwidth_GBps": {"same socket": 10, "neighbour node": 1}}))
+    machine_opts = ["--nodes", "a,b", "--node-topology", "core:2"]
+    res = run_cli("map", csv, *machine_opts, "--out", tmp_path / "plain")
+    assert res.returncode == 0, res.stdout + res.stderr
+    plain = json.loads((tmp_path / "plain" / "report.json").read_text())
+    assert "predicted_comm_seconds" not in plain
+    res = run_cli("map", csv, *machine_opts, "--network-speeds", probe, "--out", tmp_path / "net")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rep = json.loads((tmp_path / "net" / "report.json").read_text())
+    pred = rep["predicted_comm_seconds"]
+    assert pred[rep["chosen"]] <= min(pred.values()) * 1.01 + 1e-15
+    assert rep["chosen"] == plain["chosen"]      # bytes decide here: the cost's choice is also predict's
+    res = run_cli("map", csv, *machine_opts, "--network-speeds", tmp_path / "none.json", "--out", tmp_path / "x")
+    assert res.returncode != 0 and "none.json" in res.stdout + res.stderr

@@ -30,6 +30,15 @@ def _input_files(mopts: dict) -> list:
     return [x for x in out if x and (x.startswith("@") or Path(x.lstrip("@")).exists())]
 
 
+def _network_speeds(source: str):
+    """--network-speeds: a `rankmap platform` directory's network, or a `rankmap probe` file's."""
+    from rankmap.mapper.predict import Network
+    if Path(source).is_dir():
+        from rankmap.slurm.platform import load as load_platform
+        return load_platform(source)[0].network()
+    return Network.from_probe(source)
+
+
 @click.command("map")
 @click.argument("matrix", type=click.Path())
 @traffic_options
@@ -58,15 +67,22 @@ def _input_files(mopts: dict) -> list:
               "mpirun): for 10^6-10^7 ranks. Its files go next to --out (a shared file system under Slurm).")
 @click.option("--parallel-launcher", type=click.Choice(["auto", "srun", "mpirun"]), default="auto",
               show_default=True, help="How --parallel starts its MPI job.")
+@click.option("--network-speeds", metavar="FILE|DIR",
+              help="The network's speeds: a `rankmap probe` file or a `rankmap platform` directory. rankmap then "
+              "makes its final choice among its candidate mappings (its own, block, cyclic, the input order) with "
+              "`rankmap predict`'s estimate, when one is more than 1 %% faster than the cost's choice.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limit, no_refine, fill, mode, imbalance,
-            out, force, plots, parallel, parallel_launcher, as_json, **mopts):
+            out, force, plots, parallel, parallel_launcher, network_speeds, as_json, **mopts):
     """Map the ranks of MATRIX (a profile run directory or a traffic file) onto a machine
     and write hostfile, binding.txt, rankfile, machinefile and report.json into --out."""
     from rankmap.mapper.mapping import run_map
     from rankmap.mapper.writers import mapping_target
     from rankmap.profiler.formats import read_traffic
     out = mapping_target(out, force, inputs=[matrix, *_input_files(mopts)])    # checked before any work
+    net = _network_speeds(network_speeds) if network_speeds else None
+    if net is not None and parallel is not None:
+        raise UserError("--network-speeds chooses among the mappings of one process: not with --parallel")
     traffic = read_traffic(matrix, fmt, model, allow_partial)
     spec = _machine_of(traffic, mopts)
     if imbalance is not None:
@@ -74,6 +90,8 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
         spec = with_imbalance(spec, traffic.size, imbalance)
     kwargs = dict(algorithm=algorithm, seed=seed, tries=tries, time_limit=time_limit, refine=not no_refine, fill=fill,
                   mode=mode, out=out, force=force, plots_on=plots, console=None if as_json else console)
+    if net is not None:
+        kwargs["network"] = net
     from rankmap.mapper import budget
     seconds, _ = budget.check(traffic.bytes.nnz, traffic.size)     # memory: refused before anything is built
     if parallel is None:
