@@ -82,18 +82,23 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
             np.ascontiguousarray(W.data, dtype=np.float64))
 
 
-def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None) -> np.ndarray:
+def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
+          verdict: dict | None = None) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
-    return split_candidates(sub, caps, seed, graph_work, only_part=True)[0][1]
+    return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
-                     only_part: bool = False) -> list:
+                     only_part: bool = False, verdict: dict | None = None) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
-    candidate's cut is not computed (NaN; split's thousands of small splits)."""
+    candidate's cut is not computed (NaN; split's thousands of small splits). verdict: shared
+    by the splits of one graph; the first split that tests for structure records it there
+    (a graph whose top split finds none is left to METIS below too: the subsets of a random
+    graph induce sparser random graphs, which pass the test, and KaHIP and Mt-KaHyPar then
+    took seconds per split for nothing: 20k random ranks 6.5 s, 3x 50k's)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     how = backends.plan(sub.n, sub.nnz, caps, graph_work)
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
@@ -107,8 +112,14 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     # (measured: real codes' graphs 0.03-0.45 of a random split's cut, random graphs 0.6-0.75)
     k = len(caps)
     structured = STRUCTURED if graph_work <= backends.PORTFOLIO_MAX_WORK else STRUCTURED_BIG
-    if how != ["metis"] and min(sub.cut(repair(sub, p, caps)) for p in cands) > structured * (1 - 1 / k) * sub.w.sum():
+    verdict = {} if verdict is None else verdict
+    if how != ["metis"] and verdict.get("structured") is False:
         how = ["metis"]
+    if how != ["metis"]:
+        found = min(sub.cut(repair(sub, p, caps)) for p in cands) <= structured * (1 - 1 / k) * sub.w.sum()
+        verdict.setdefault("structured", bool(found))
+        if not found:
+            how = ["metis"]
     if "kahip" in how:
         cands.append(backends.kahip(sub.indptr, sub.col, sub.w, caps, seed))
     if "mtkahypar" in how or "vcycles" in how:
@@ -190,6 +201,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     pos = np.full(graph.n, -1, dtype=np.int64)
     csr = _int64_csr(graph.W)
     mark = np.full(machine.nnodes, -1, dtype=np.int64)
+    verdict: dict = {}
     level = [(ranks, root)]
     depth = 0
     while level:
@@ -209,7 +221,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             if sub.nnz == 0 or len(rk) <= len(live):
                 part = _in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
-                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz)
+                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]
