@@ -148,7 +148,7 @@ static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
  * comes from one scan of the rank's edges per group, not one per slot). */
 typedef struct {
     double *wn, *base;
-    int32_t *row; /* n x width (rm_refine checks that the ids fit) */
+    int64_t *row; /* n x width */
     int width;    /* nlevels + ndims */
     uint8_t *uni;
     double intra; /* the distance between two slots of a uniform group */
@@ -354,48 +354,20 @@ static void uniform_groups(const rm_problem *p, pass_scratch *sc)
     }
 }
 
-static inline void slot_row(const rm_problem *p, int64_t t, int32_t *out)
+static inline void slot_row(const rm_problem *p, int64_t t, int64_t *out)
 {
-    for (int l = 0; l < p->nlevels; l++)
-        out[l] = (int32_t)p->lvl[t * p->nlevels + l];
-    for (int d = 0; d < p->ndims; d++)
-        out[p->nlevels + d] = (int32_t)p->coords[t * p->ndims + d];
+    memcpy(out, p->lvl + t * p->nlevels, sizeof(int64_t) * (size_t)p->nlevels);
+    if (p->ndims)
+        memcpy(out + p->nlevels, p->coords + t * p->ndims, sizeof(int64_t) * (size_t)p->ndims);
 }
 
-/* dist_rows on 32-bit rows (half the memory traffic: a 10^6-rank pass reads a row per partner) */
-static inline double dist_r(const rm_problem *p, const int32_t *a, const int32_t *b)
+static inline double dist_r(const rm_problem *p, const int64_t *a, const int64_t *b)
 {
-    int l = 0;
-    while (l < p->nlevels && a[l] == b[l])
-        l++;
-    if (p->ndims && l <= p->node_level) {
-        const int32_t *ca = a + p->nlevels, *cb = b + p->nlevels;
-        int64_t h = 0;
-        for (int d = 0; d < p->ndims; d++) {
-            int64_t x = ca[d] > cb[d] ? ca[d] - cb[d] : cb[d] - ca[d];
-            if (p->wrap[d] && p->dims[d] - x < x)
-                x = p->dims[d] - x;
-            h += x;
-        }
-        return p->acc[p->node_level] + p->hop_cost * (double)(h - 1);
-    }
-    return p->acc[l];
-}
-
-/* whether every level id and coordinate fits the 32-bit rows */
-static int rows_fit(const rm_problem *p)
-{
-    for (int64_t q = 0; q < p->nslots * p->nlevels; q++)
-        if (p->lvl[q] < INT32_MIN || p->lvl[q] > INT32_MAX)
-            return 0;
-    for (int64_t q = 0; q < p->nslots * p->ndims; q++)
-        if (p->coords[q] < INT32_MIN || p->coords[q] > INT32_MAX)
-            return 0;
-    return 1;
+    return dist_rows(p, a, a + p->nlevels, b, b + p->nlevels);
 }
 
 /* vcost on rows: v's cost on the slot whose row is r */
-static inline double vcost_r(const rm_problem *p, const pass_scratch *sc, int64_t v, const int32_t *r)
+static inline double vcost_r(const rm_problem *p, const pass_scratch *sc, int64_t v, const int64_t *r)
 {
     double c = 0;
     for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
@@ -406,13 +378,13 @@ static inline double vcost_r(const rm_problem *p, const pass_scratch *sc, int64_
 /* rank i's cost on a slot of uniform group g (row r0 of one of its slots), without its edge
  * to that slot's occupant: out = sum of w * D over partners outside g, in = sum of w over
  * partners inside g (group ids are the level cand_level's ids) */
-static inline void group_cost(const rm_problem *p, const pass_scratch *sc, int64_t i, const int32_t *r0, double *out,
+static inline void group_cost(const rm_problem *p, const pass_scratch *sc, int64_t i, const int64_t *r0, double *out,
                               double *in)
 {
     double o = 0, w_in = 0;
-    int32_t gid = r0[p->cand_level];
+    int64_t gid = r0[p->cand_level];
     for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++) {
-        const int32_t *rk = sc->row + p->adj[e] * sc->width;
+        const int64_t *rk = sc->row + p->adj[e] * sc->width;
         if (rk[p->cand_level] == gid)
             w_in += p->w[e];
         else
@@ -424,7 +396,7 @@ static inline void group_cost(const rm_problem *p, const pass_scratch *sc, int64
 /* gain of moving rank i (cost base_i where it sits) to slot t (row rt), given vi = i's cost
  * on t (seeing t's occupant j there at distance 0) */
 static inline double gain_at(const rm_problem *p, const int64_t *occ, int64_t i, double base_i, const pass_scratch *sc,
-                             int64_t t, const int32_t *rt, double vi)
+                             int64_t t, const int64_t *rt, double vi)
 {
     int64_t j = occ[t];
     if (j < 0)
@@ -432,7 +404,7 @@ static inline double gain_at(const rm_problem *p, const int64_t *occ, int64_t i,
     /* swap with j (at t). Leaving the i-j edge out on both sides (its cost does not change):
      *   i: base_i - w_ij D(si,t)  ->  vi                   (which sees j at t, distance 0)
      *   j: base_j - w_ij D(si,t)  ->  vcost(j, si)         (which sees i at si, distance 0) */
-    const int32_t *ri = sc->row + i * sc->width;
+    const int64_t *ri = sc->row + i * sc->width;
     double wij = sc->wn[j], wd = wij != 0.0 ? wij * dist_r(p, ri, rt) : 0.0;
     return (base_i - wd - vi) + (sc->base[j] - wd - vcost_r(p, sc, j, ri));
 }
@@ -440,15 +412,15 @@ static inline double gain_at(const rm_problem *p, const int64_t *occ, int64_t i,
 /* apply a move and keep base[] and row[] current: the partners of the two ranks that moved
  * change by their edge to them; the two themselves are recomputed */
 static void apply_tracked(const rm_problem *p, int64_t *slot, int64_t *occ, pass_scratch *sc, int64_t i, int64_t t,
-                          int32_t *rt, int32_t *rsi)
+                          int64_t *rt, int64_t *rsi)
 {
     int64_t j = occ[t], wd = sc->width;
     slot_row(p, t, rt);
-    memcpy(rsi, sc->row + i * wd, sizeof(int32_t) * (size_t)wd);
+    memcpy(rsi, sc->row + i * wd, sizeof(int64_t) * (size_t)wd);
     for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++) {
         int64_t k = p->adj[e];
         if (k != j) {
-            const int32_t *rk = sc->row + k * wd;
+            const int64_t *rk = sc->row + k * wd;
             sc->base[k] += p->w[e] * (dist_r(p, rk, rt) - dist_r(p, rk, rsi));
         }
     }
@@ -456,14 +428,14 @@ static void apply_tracked(const rm_problem *p, int64_t *slot, int64_t *occ, pass
         for (int64_t e = p->xadj[j]; e < p->xadj[j + 1]; e++) {
             int64_t k = p->adj[e];
             if (k != i) {
-                const int32_t *rk = sc->row + k * wd;
+                const int64_t *rk = sc->row + k * wd;
                 sc->base[k] += p->w[e] * (dist_r(p, rk, rsi) - dist_r(p, rk, rt));
             }
         }
     apply(slot, occ, i, t);
-    memcpy(sc->row + i * wd, rt, sizeof(int32_t) * (size_t)wd);
+    memcpy(sc->row + i * wd, rt, sizeof(int64_t) * (size_t)wd);
     if (j >= 0)
-        memcpy(sc->row + j * wd, rsi, sizeof(int32_t) * (size_t)wd);
+        memcpy(sc->row + j * wd, rsi, sizeof(int64_t) * (size_t)wd);
     sc->base[i] = vcost_r(p, sc, i, rt);
     if (j >= 0)
         sc->base[j] = vcost_r(p, sc, j, rsi);
@@ -476,7 +448,7 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
 {
     int64_t moves = 0, wd = sc->width;
     double *wn = sc->wn;
-    int32_t rt[RM_MAX_WIDTH], rsi[RM_MAX_WIDTH];
+    int64_t rt[RM_MAX_WIDTH], rsi[RM_MAX_WIDTH];
     /* large machines: fewer candidates per rank keep a pass near linear in the edges */
     int top_n = p->n > 500 ? 4 : TOP_NEIGHBOURS, per_group = p->n > 500 ? 4 : PER_GROUP;
     for (int64_t k = p->n - 1; k > 0; k--) { /* Fisher-Yates */
@@ -545,7 +517,7 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
                         vi = vcost_r(p, sc, i, rt);
                     }
                     if (screen && occ[t] >= 0) { /* its i-side now, its j-side if it ranks */
-                        const int32_t *ri = sc->row + i * sc->width;
+                        const int64_t *ri = sc->row + i * sc->width;
                         double wij = wn[occ[t]], wd = wij != 0.0 ? wij * dist_r(p, ri, rt) : 0.0;
                         st[ns] = t, sg[ns] = base_i - wd - vi, ns++;
                         continue;
@@ -564,7 +536,7 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
                 int64_t tt = st[b];
                 sg[b] = sg[k], st[b] = st[k], sg[k] = tg, st[k] = tt;
                 int64_t j = occ[tt];
-                const int32_t *ri = sc->row + i * sc->width;
+                const int64_t *ri = sc->row + i * sc->width;
                 slot_row(p, tt, rt);
                 double wij = wn[j], wd = wij != 0.0 ? wij * dist_r(p, ri, rt) : 0.0;
                 double gg = tg + (sc->base[j] - wd - vcost_r(p, sc, j, ri));
@@ -623,9 +595,9 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
     }
     int width = p->nlevels + p->ndims;
     pass_scratch sc = {calloc((size_t)n + 1, sizeof(double)), malloc(sizeof(double) * (size_t)(n + 1)),
-                       malloc(sizeof(int32_t) * (size_t)(n + 1) * (size_t)width), width,
+                       malloc(sizeof(int64_t) * (size_t)(n + 1) * (size_t)width), width,
                        malloc((size_t)p->ngroups + 1), 0.0};
-    if (!sc.wn || !sc.base || !sc.row || !sc.uni || width > RM_MAX_WIDTH || !rows_fit(p)) {
+    if (!sc.wn || !sc.base || !sc.row || !sc.uni || width > RM_MAX_WIDTH) {
         free(occ), free(order), free(best), free(mem), free(in), free(sc.wn), free(sc.base), free(sc.row), free(sc.uni);
         *cost_out = rm_cost(p, slot_of_rank);
         *timed_out = 0;
