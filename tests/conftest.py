@@ -35,6 +35,25 @@ def require(condition: bool, why: str) -> None:
         pytest.skip(why)
 
 
+def smpi_burst(tmp_path, hosts: list, platform_dir, nbytes: int) -> float:
+    """tests/apps/burst.c under SMPI on a `rankmap platform` directory, one rank per host:
+    the first half of the ranks send nbytes each to the second half at once. Returns the
+    simulated seconds."""
+    import re
+    import shutil
+    import subprocess
+    from rankmap.slurm import platform as plat
+    from rankmap.slurm import smpi
+    require(bool(shutil.which("smpirun") and shutil.which("smpicc")), "SimGrid SMPI (libsimgrid-dev) not installed")
+    exe = tmp_path / "burst"
+    out = subprocess.run(["smpicc", "-O1", "-o", str(exe), str(APPS / "burst.c")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    p, d = plat.load(platform_dir)
+    hf = smpi.write_hostfile(hosts, tmp_path / "hostfile")
+    run = smpi.run([str(exe), str(nbytes)], p, d, hf, len(hosts))
+    return float(re.search(r"elapsed_us ([0-9.]+)", run.stdout).group(1)) * 1e-6
+
+
 @pytest.fixture(scope="session")
 def shared():
     """../shared/data (real traffic matrices, hwloc XML of real machines, standard graphs)."""

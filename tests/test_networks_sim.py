@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import APPS, require, run_cli
+from conftest import APPS, require, run_cli, smpi_burst
 from rankmap.mapper import spec as mspec
 from rankmap.slurm import platform as plat
 
@@ -67,32 +67,9 @@ def test_fat_tree_uplinks_are_shared_as_oversubscribed(progs, tmp_path):
 def test_predict_follows_the_dragonfly_simulation(progs, tmp_path):
     """All ranks of group 0 send to group 2 at once (1 MB each): the global link between
     the two groups is the bottleneck in SimGrid, and predict's link bound says so."""
-    src = tmp_path / "burst.c"
-    src.write_text(r'''
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int half = size / 2, n = 1 << 20; char *buf = calloc(n, 1);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    if (rank < half) MPI_Send(buf, n, MPI_BYTE, rank + half, 0, MPI_COMM_WORLD);
-    else MPI_Recv(buf, n, MPI_BYTE, rank - half, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) printf("elapsed_us %.6f\n", (MPI_Wtime() - t0) * 1e6);
-    free(buf); MPI_Finalize(); return 0; }
-''')
-    exe = tmp_path / "burst"
-    assert subprocess.run(["smpicc", "-O1", "-o", str(exe), str(src)], capture_output=True).returncode == 0
     assert run_cli("platform", "dragonfly", "--out", tmp_path / "p", "--link-lat", "0").returncode == 0
-    from rankmap.slurm import smpi
-    p, d = plat.load(tmp_path / "p")
     hosts = [f"n{i}" for i in range(8)] + [f"n{16 + i}" for i in range(8)]   # group 0 -> group 2
-    hf = smpi.write_hostfile(hosts, tmp_path / "hostfile")
-    out = smpi.run([str(exe)], p, d, hf, len(hosts)).stdout
-    sim = float(re.search(r"elapsed_us ([0-9.]+)", out).group(1)) * 1e-6
+    sim = smpi_burst(tmp_path, hosts, tmp_path / "p", 1 << 20)
     csv = tmp_path / "t.csv"
     csv.write_text("src,dst,bytes\n" + "".join(f"{r},{r + 8},{1 << 20}\n" for r in range(8)))
     (tmp_path / "map").mkdir()

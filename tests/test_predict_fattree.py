@@ -4,15 +4,12 @@ by all the switch passes). The model tests need no SimGrid; the last one checks 
 limiter against a SimGrid run."""
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import require, run_cli
+from conftest import run_cli, smpi_burst
 from rankmap.mapper import spec as mspec
 from rankmap.mapper.network import FatTreeRoutes
 from rankmap.mapper.predict import predict
@@ -76,32 +73,10 @@ def test_predict_sees_the_leaf_switch_limiter():
 def test_simgrid_caps_the_leaf_switch(tmp_path):
     """Four pairs of nodes in one leaf, 4 MB each at once: the node links would take 0.7 ms,
     SimGrid takes 16 MB / 16 GB/s = 1.05 ms (the leaf switch's limiter), as predict says."""
-    require(bool(shutil.which("smpirun") and shutil.which("smpicc")), "SimGrid SMPI (libsimgrid-dev) not installed")
-    src = tmp_path / "burst.c"
-    src.write_text(r'''
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int half = size / 2, n = 4 << 20; char *buf = calloc(n, 1);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    if (rank < half) MPI_Send(buf, n, MPI_BYTE, rank + half, 0, MPI_COMM_WORLD);
-    else MPI_Recv(buf, n, MPI_BYTE, rank - half, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) printf("elapsed_us %.6f\n", (MPI_Wtime() - t0) * 1e6);
-    free(buf); MPI_Finalize(); return 0; }
-''')
-    exe = tmp_path / "burst"
-    assert subprocess.run(["smpicc", "-O1", "-o", str(exe), str(src)], capture_output=True).returncode == 0
     assert run_cli("platform", "fat-tree", "--out", tmp_path / "p", "--link-lat", "0").returncode == 0
-    from rankmap.slurm import smpi
-    p, d = plat.load(tmp_path / "p")
     hosts = [f"n{i}" for i in range(8)]                     # n0..n3 send to n4..n7, all under leaf 0
-    hf = smpi.write_hostfile(hosts, tmp_path / "hostfile")
-    sim = float(re.search(r"elapsed_us ([0-9.]+)", smpi.run([str(exe)], p, d, hf, 8).stdout).group(1)) * 1e-6
+    sim = smpi_burst(tmp_path, hosts, tmp_path / "p", 4 << 20)
+    p, _ = plat.load(tmp_path / "p")
     m = mspec.build(plat.machine_spec(p))
     M = sp.coo_matrix((np.full(4, float(4 << 20)), (np.arange(4), np.arange(4) + 4)), shape=(8, 8))
     est = predict(M, None, m, np.array([m.slots_by_node()[i][0] for i in range(8)]), p.network())
