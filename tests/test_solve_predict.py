@@ -128,3 +128,7 @@ def test_map_cli_network_speeds(tmp_path):
     assert rep["chosen"] == plain["chosen"]      # bytes decide here: the cost's choice is also predict's
     res = run_cli("map", csv, *machine_opts, "--network-speeds", tmp_path / "none.json", "--out", tmp_path / "x")
     assert res.returncode != 0 and "none.json" in res.stdout + res.stderr
+    (tmp_path / "notaplatform").mkdir()
+    res = run_cli("map", csv, *machine_opts, "--network-speeds", tmp_path / "notaplatform", "--out", tmp_path / "y")
+    err = res.stdout + res.stderr
+    assert res.returncode != 0 and "--network-speeds" in err and "--platform" not in err and "Traceback" not in err

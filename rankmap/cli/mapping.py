@@ -35,7 +35,12 @@ def _network_speeds(source: str):
     from rankmap.mapper.predict import Network
     if Path(source).is_dir():
         from rankmap.slurm.platform import load as load_platform
-        return load_platform(source)[0].network()
+        try:
+            return load_platform(source)[0].network()
+        except UserError as e:               # the loader names its own option, --platform
+            msg = str(e)
+            raise UserError("--network-speeds" + msg[len("--platform"):] if msg.startswith("--platform")
+                            else f"--network-speeds {source}: {msg}") from None
     return Network.from_probe(source)
 
 
