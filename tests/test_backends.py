@@ -90,6 +90,15 @@ def test_generated_graphs_deterministic_and_gz_reader(tmp_path):
     (tmp_path / "g.graph.gz").write_bytes(gzip.compress(p.read_bytes()))
     back = S.read_metis(tmp_path / "g.graph.gz")
     assert (back != a).nnz == 0
+
+
+def test_standard_benchmark_graphs_are_found(shared):
+    """Every tune graph is generated or on disk (../shared/data/graphs or bench/data/graphs),
+    and none is held out."""
+    sys.path.insert(0, str(BENCH / "data" / "graphs"))
+    sys.path.insert(0, str(BENCH))
+    import generate as G
+    import mapper_standard as S
     for name in S.TUNE_GRAPHS:
         assert name not in S.HOLDOUT_GRAPHS
         assert G.is_generated(name) or S.graph_path(name).exists()
