@@ -74,6 +74,30 @@ def test_kahip_takes_the_planned_preset():
     assert (part[e[:, 0]] != part[e[:, 1]]).sum() // 2 <= side + 2
 
 
+def test_kahip_fast_full_blocks_with_slack_deterministic():
+    # blocks exactly full (no room above n / k): fast runs FAST_SEEDS times with FAST_SLACK of
+    # room, the lowest repaired cut kept; same seed, same split; once repaired, capacities hold
+    pytest.importorskip("kahip")
+    from rankmap.mapper.partition import _Sub, repair
+    side = 16
+    idx = np.arange(side * side).reshape(side, side)
+    e = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+                        np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
+    e = np.concatenate([e, e[:, ::-1]])
+    e = e[np.lexsort((e[:, 1], e[:, 0]))]
+    n = side * side
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(e[:, 0], minlength=n))])
+    caps = [16] * 16
+    B._PRESET.clear()
+    a = B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 3)
+    b = B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 3)
+    assert np.array_equal(a, b)
+    sub = _Sub((indptr, e[:, 1].copy(), np.ones(len(e))), np.arange(n), np.full(n, -1, dtype=np.int64))
+    rep = repair(sub, a, caps)
+    assert np.bincount(rep, minlength=16).max() <= 16
+    assert sub.cut(rep) <= 2 * 120         # 16 x 16 grid into 16 blocks: 4 x 4 squares cut 96 edges (counted both ways)
+
+
 def test_generated_graphs_deterministic_and_gz_reader(tmp_path):
     sys.path.insert(0, str(BENCH / "data" / "graphs"))
     sys.path.insert(0, str(BENCH))
