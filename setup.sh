@@ -18,7 +18,7 @@ APT_PACKAGES=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   hwloc libhwloc-dev
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libpmix2
-  scotch libscotch-dev libptscotch-dev
+  scotch libscotch-dev libptscotch-dev libmetis5
   simgrid libsimgrid-dev
 )
 

@@ -16,6 +16,8 @@ import math
 import numpy as np
 import pymetis
 
+from rankmap.mapper import libmetis
+
 # What a split affords is decided from its size alone (never from measured time, so that a
 # seed gives the same mapping on any machine). Below MIN_VERTICES METIS's split is as good
 # and the others' fixed costs (~40 ms) dominate; above the work limits (vertices + edge
@@ -111,13 +113,13 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
     return best[1]
 
 
-def _int_weights(w: np.ndarray, total_max: float) -> np.ndarray:
+def _int_weights(w: np.ndarray, total_max: float, dtype=np.int64) -> np.ndarray:
     """Integer edge weights >= 1 whose sum stays below total_max (the libraries sum them)."""
     total = float(w.sum()) or 1.0
     x = w * min(1.0, total_max / total)          # one temporary, not four (10^7 weights at 10^6 ranks)
     np.rint(x, out=x)
     np.maximum(x, 1, out=x)
-    return x.astype(np.int64)
+    return x.astype(dtype)
 
 
 def metis(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
@@ -130,6 +132,12 @@ def metis(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
     tp = [c / total_cap for c in caps]
     # room above the proportional share, in METIS's units (1/1000), at least its minimum
     ufactor = max(1, int(1000 * min((c / (n * c / total_cap)) - 1 for c in caps))) if n else 1
+    if len(col) > libmetis.BIG_NNZ and not (kway and k > 2) and libmetis.available():
+        # 32-bit indices: less than half the memory (10^6 ranks), weights scaled to 31 bits
+        part = libmetis.part_recursive(indptr, col, _int_weights(w, 2.0 ** 30, np.int32), tp, min(ufactor, 500),
+                                       seed)
+        if part is not None:
+            return [part]
     adj = pymetis.CSRAdjacency(indptr, col)
     weights = _int_weights(w, 2.0 ** 40)
     out = []

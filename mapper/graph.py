@@ -36,7 +36,7 @@ def from_traffic(t: Traffic) -> Graph:
     W = symmetric(t.bytes)
     if W.nnz == 0:
         raise UserError(f"{t.source}: no traffic between distinct ranks; there is nothing to map")
-    W = W.astype(np.float64)
+    W = W.astype(np.float64, copy=False)   # W is symmetric()'s own matrix: no copy needed
     # int64 indices: the C kernels (refine, subgraphs) read them without a copy of their own
     W.indices, W.indptr = W.indices.astype(np.int64), W.indptr.astype(np.int64)
     return Graph(W=W)
