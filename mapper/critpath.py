@@ -1,28 +1,33 @@
-"""The latency on a trace's critical path, for `rankmap predict`.
+"""The latency on a trace's critical path, and the run's time, for `rankmap predict`.
 
 A traffic matrix says how many messages each pair exchanges, not which of them wait for
 each other: a rank that posts 26 receives and 26 sends and waits for them all (LULESH)
 pays about one message latency per exchange, a pipelined sweep (NPB LU) pays one per
 step of the pipeline, and a sum over a rank's messages (predict's estimate without a
 trace) is wrong both ways. An SMPI time-independent trace keeps the order: each rank's
-sends, receives, waits and collectives in program order. This module replays that order
-with compute free and every message costing the latency of its route only (hops x link
-latency, or the loopback's), and returns the time of the last rank: the latency the
-program's dependencies put on its critical path. `predict` adds it to its bandwidth bound
-(the busiest link, NIC, sender or cut), which the critical path does not see.
+compute, sends, receives, waits and collectives in program order. critical_latency
+replays that order with compute free and every message costing the latency of its route
+only (hops x link latency, or the loopback's), and returns the time of the last rank: the
+latency the program's dependencies put on its critical path. `predict` adds it to its
+bandwidth bound (the busiest link, NIC, sender or cut), which the critical path does not
+see. run_time replays the whole trace: compute at the cores' speed, every message at its
+route's latency and bandwidth, the messages that cross one link or limiter served in turn
+(the run's time, for the final choice of a mapping: a placement that shortens messages
+off the critical path and lengthens one on it is slower, whatever the bytes say).
 
-The replay follows SimGrid 3.32 SMPI's semantics as far as they decide waiting (checked
-against SimGrid's replays in docs/real-apps.md): a message starts when both its send and its
-receive are posted (matched first-in first-out per source, destination and tag); a
-blocking send below 64 KiB (smpi/send-is-detached-thresh) returns at once, a larger one
-waits for its receive; `wait` completes the request it names, `waitall` all the rank's
-open ones. Collectives run SMPI's default algorithms: reduce is linear into the root,
-allreduce a linear reduce then a binomial broadcast from rank 0, bcast binomial, barrier a
-linear gather and a binomial broadcast, the others (allgather, alltoall, gather, scatter,
-...) direct, every rank from every other (above 512 ranks: the last entry plus each
-rank's latency to rank 0). A trace this does not understand (an action it
-does not know, a receive from MPI_ANY_SOURCE that leaves a rank waiting) gives None, and
-predict falls back to its per-rank sum."""
+The replays follow SimGrid 3.32 SMPI's semantics as far as they decide waiting (checked
+against SimGrid's replays in docs/real-apps.md and tests/test_critpath_run.py): a message
+starts when both its send and its receive are posted (matched first-in first-out per
+source, destination and tag); a send below 64 KiB (smpi/send-is-detached-thresh) is
+detached: a blocking one returns at once and the sender's wait on a non-blocking one too;
+a larger one completes with its receive; `wait` completes the request it names, `waitall`
+all the rank's open ones. Collectives run SMPI's default algorithms: reduce is linear into
+the root, allreduce a linear reduce then a binomial broadcast from rank 0, bcast binomial,
+barrier a linear gather and a binomial broadcast, the others (allgather, alltoall, gather,
+scatter, ...) direct, every rank from every other (above 512 ranks: the last entry plus
+each rank's latency to rank 0). A trace this does not understand (an action it does not
+know, a receive from MPI_ANY_SOURCE that leaves a rank waiting) gives None, and predict
+falls back to its per-rank sum (run_time: no estimate)."""
 from __future__ import annotations
 
 from collections import defaultdict, deque
@@ -34,13 +39,16 @@ DIRECT_MAX = 512                     # above this many ranks a direct collective
 DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
 _SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
 _RECVS = {"recv", "irecv", "Irecv"}
-_SKIP = {"compute", "init", "finalize", "sleep", "comm_size", "comm_split", "comm_dup", "computing"}
+_SKIP = {"init", "finalize", "sleep", "comm_size", "comm_split", "comm_dup"}
+_COMPUTE = {"compute", "computing"}
 _COLLS = {"bcast", "reduce", "allreduce", "scan", "exscan", "barrier", "gather", "scatter", "allgather", "alltoall",
           "allgatherv", "alltoallv", "reducescatter", "gatherv", "scatterv"}
 
 
 class Schedule:
-    """Each rank's communication actions in program order (compute dropped)."""
+    """Each rank's actions in program order: ("compute", flops), ("send"|"isend"|"recv"|"irecv",
+    peer, tag, bytes), ("wait", src, dst, tag), ("waitall",), ("coll", op, root[, bytes,
+    flops]) (bytes: each rank's contribution; flops: the reduction's compute)."""
 
     def __init__(self, ranks: list[list[tuple]]):
         self.ranks = ranks
@@ -68,8 +76,16 @@ def read_schedule(index: str | Path) -> Schedule | None:
                 op = t[1].decode(errors="replace")
                 if op in _SKIP:
                     continue
+                if op in _COMPUTE:
+                    try:
+                        fl = float(t[2])
+                    except (IndexError, ValueError):
+                        return None
+                    if fl > 0:
+                        acts.append(("compute", fl))
+                    continue
                 try:
-                    a = [int(x) for x in t[2:6]]
+                    a = [int(float(x)) for x in t[2:7]]
                 except ValueError:
                     return None
                 if op in _SENDS or op in _RECVS:
@@ -85,12 +101,30 @@ def read_schedule(index: str | Path) -> Schedule | None:
                 elif op == "waitall":
                     acts.append(("waitall",))
                 elif op in _COLLS:
-                    root = a[1] if op == "bcast" and len(a) > 1 else a[2] if op == "reduce" and len(a) > 2 else 0
-                    acts.append(("coll", op, root))
+                    acts.append(_coll(op, a))
                 else:
                     return None
         ranks.append(acts)
     return Schedule(ranks) if ranks else None
+
+
+def _coll(op: str, a: list) -> tuple:
+    """("coll", op, root, bytes, flops) from SMPI 3.32's replay formats: bcast size [root [dt]],
+    reduce size comp [root [dt]], allreduce size comp [dt], gather/allgather/alltoall/scatter
+    sendsize recvsize [root] [dt dt]; the v variants and barrier: no size counted."""
+    from rankmap.profiler.smpi_trace import DATATYPE_SIZE
+    size = lambda n, k: n * DATATYPE_SIZE.get(a[k] if len(a) > k else 0, 1)  # noqa: E731
+    if op == "bcast":
+        return ("coll", op, a[1] if len(a) > 1 else 0, size(a[0], 2) if a else 0, 0.0)
+    if op in ("reduce", "allreduce", "scan", "exscan"):
+        root = a[2] if op == "reduce" and len(a) > 2 else 0
+        dt = 3 if op == "reduce" else 2
+        return ("coll", op, root, size(a[0], dt) if a else 0, float(a[1]) if len(a) > 1 else 0.0)
+    if op in ("gather", "scatter"):
+        return ("coll", op, a[2] if len(a) > 2 else 0, size(a[0], 3) if a else 0, 0.0)
+    if op in ("allgather", "alltoall"):
+        return ("coll", op, 0, size(a[0], 2) if a else 0, 0.0)
+    return ("coll", op, 0, 0, 0.0)
 
 
 def schedule_of(traffic) -> Schedule | None:
@@ -161,6 +195,8 @@ def critical_latency(sched: Schedule, alpha) -> float | None:
             act = acts[pc[r]]
             pc[r] += 1
             op = act[0]
+            if op == "compute":
+                continue                                 # compute is free here
             if op in ("send", "isend"):
                 _, dst, tag, size = act
                 if not 0 <= dst < P:
@@ -173,9 +209,11 @@ def critical_latency(sched: Schedule, alpha) -> float | None:
                     wake(dst)
                 else:
                     sends[key].append((t[r], req))
-                if op == "isend":
+                if size < DETACHED:
+                    pass                                 # detached: the sender's wait returns at once
+                elif op == "isend":
                     pending[r].append(req)
-                elif size >= DETACHED:
+                else:
                     blocked[r] = ("reqs", [req])
             elif op in ("recv", "irecv"):
                 _, src, tag, _size = act
@@ -262,3 +300,167 @@ def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float):
             return loop_lat
         return float(machine.node_hops(np.array([a]), np.array([b]))[0]) * link_lat
     return alpha
+
+
+def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True) -> float | None:
+    """The run's time (seconds) by a replay of the whole trace, compute included: each rank's
+    compute takes its flops / `speed` (None: compute free: communication alone), a message
+    from rank i to rank j of s bytes takes pair(i, j) = (latency, seconds per byte on its own,
+    ((resource, seconds per byte), ...)) — the route's latency, its bottleneck bandwidth, and
+    the links and limiters it crosses. With `contention`, each resource serves the messages
+    that cross it one after another in the order they start (a message's bytes leave a
+    resource no earlier than the bytes of those before it; the time a resource is busy is
+    what max-min sharing also charges in total), so placements that load one link or one
+    NIC with messages of the same phase pay for it where the messages are, on the critical
+    path or off it. The ranks run in time order (the earliest clock first), so messages
+    start in time order. Collectives run the algorithms of critical_latency, each message
+    of one at its latency plus its bytes at the route's bandwidth (no contention), then the
+    reduction's flops. None when the replay gets stuck."""
+    import heapq
+    P = sched.size
+    memo: dict = {}
+
+    def info(i, j):
+        k = (i, j)
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = pair(i, j) if i != j else (0.0, 0.0, ())
+        return v
+    inv = 0.0 if not speed else 1.0 / speed
+    free: dict = defaultdict(float)     # resource -> time its queue is empty
+
+    def transfer(i, j, size, start):
+        lat, spb, res = info(i, j)
+        end = start + size * spb
+        if contention and size:
+            for rid, c in res:
+                f = free[rid]
+                e = (f if f > start else start) + size * c
+                free[rid] = e
+                if e > end:
+                    end = e
+        return end + lat
+
+    t = [0.0] * P
+    pc = [0] * P
+    sends: dict = defaultdict(deque)
+    recvs: dict = defaultdict(deque)
+    pending: list = [[] for _ in range(P)]
+    colls: dict = {}
+    ncoll = [0] * P
+    blocked: list = [None] * P
+    fin = [False] * P
+    left = P
+    heap = [(0.0, r) for r in range(P)]
+    queued = [True] * P
+
+    def wake(x):
+        if not queued[x] and not fin[x]:
+            queued[x] = True
+            heapq.heappush(heap, (t[x], x))
+    while heap:
+        _, r = heapq.heappop(heap)
+        queued[r] = False
+        if fin[r]:
+            continue
+        acts = sched.ranks[r]
+        while True:
+            b = blocked[r]
+            if b is not None:
+                if b[0] == "reqs":
+                    if any(q[3] is None for q in b[1]):
+                        break
+                    done = max([t[r]] + [q[3] for q in b[1]])
+                else:
+                    c = colls[b[1]]
+                    if len(c["t"]) < P:
+                        break
+                    if "out" not in c:
+                        size, fl = c["size"], c["flops"] * inv
+                        c["out"] = [x + fl for x in _collective(
+                            c["op"], c["root"], c["t"], P, lambda i, j: info(i, j)[0] + size * info(i, j)[1])]
+                    done = c["out"][r]
+                blocked[r] = None
+                if done > t[r]:          # the rank resumes later: let the earlier ones go first
+                    t[r] = done
+                    if heap and heap[0][0] < done:
+                        queued[r] = True
+                        heapq.heappush(heap, (done, r))
+                        break
+            if pc[r] >= len(acts):
+                fin[r] = True
+                left -= 1
+                break
+            act = acts[pc[r]]
+            pc[r] += 1
+            op = act[0]
+            if op == "compute":
+                if inv:
+                    t[r] += act[1] * inv
+                    if heap and heap[0][0] < t[r]:
+                        queued[r] = True
+                        heapq.heappush(heap, (t[r], r))
+                        break
+                continue
+            if op in ("send", "isend"):
+                _, dst, tag, size = act
+                if not 0 <= dst < P:
+                    continue
+                req = [r, dst, tag, None]
+                key = (r, dst, tag)
+                q = recvs.get(key)
+                if q:
+                    rpost, rreq = q.popleft()
+                    req[3] = rreq[3] = transfer(r, dst, size, max(t[r], rpost))
+                    wake(dst)
+                else:
+                    sends[key].append((t[r], size, req))
+                if size < DETACHED:
+                    pass                                 # detached: the sender's wait returns at once
+                elif op == "isend":
+                    pending[r].append(req)
+                else:
+                    blocked[r] = ("reqs", [req])
+            elif op in ("recv", "irecv"):
+                _, src, tag, _size = act
+                if not 0 <= src < P:
+                    continue
+                req = [src, r, tag, None]
+                key = (src, r, tag)
+                q = sends.get(key)
+                if q:
+                    spost, size, sreq = q.popleft()
+                    req[3] = sreq[3] = transfer(src, r, size, max(t[r], spost))
+                    wake(src)
+                else:
+                    recvs[key].append((t[r], req))
+                if op == "irecv":
+                    pending[r].append(req)
+                else:
+                    blocked[r] = ("reqs", [req])
+            elif op == "wait":
+                _, s_, d_, tag = act
+                for i, q in enumerate(pending[r]):
+                    if q[0] == s_ and q[1] == d_ and q[2] == tag:
+                        blocked[r] = ("reqs", [pending[r].pop(i)])
+                        break
+            elif op == "waitall":
+                if pending[r]:
+                    blocked[r] = ("reqs", pending[r])
+                    pending[r] = []
+            else:
+                seq = ncoll[r]
+                ncoll[r] += 1
+                c = colls.get(seq)
+                if c is None:
+                    c = colls[seq] = {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0,
+                                      "size": act[3] if len(act) > 3 else 0, "flops": act[4] if len(act) > 4 else 0.0}
+                c["t"][r] = t[r]
+                blocked[r] = ("coll", seq)
+                if len(c["t"]) == P:
+                    for x in range(P):
+                        wake(x)
+    if left:
+        return None
+    return max(t) if P else 0.0
+

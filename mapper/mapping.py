@@ -51,13 +51,14 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
         machine = allocation.restrict(machine, chosen_nodes)
         notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen "
                      f"({len(cands)} compact candidate(s) compared)")
-    timing = None
+    timing = predictor = None
     if parallel is not None:
         from rankmap.mapper.parallel import map_parallel
         res, timing = map_parallel(traffic, machine, parallel[0], parallel[1], seed, refine, time_limit, graph)
     else:
+        predictor = _predictor(traffic, machine, network)
         res = solve.solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph=graph,
-                          predictor=_predictor(traffic, machine, network))
+                          predictor=predictor)
     notes += res.notes
     results = report.compare(traffic.bytes, machine, {"rankmap": res.slot_of_rank}, seed, traffic.placement)
     rep = {
@@ -77,7 +78,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     if timing is not None:
         rep["parallel"] = timing
     if getattr(res, "predicted", None):
-        rep["predicted_comm_seconds"] = res.predicted
+        run = getattr(predictor, "estimates", "") == "run"
+        rep["predicted_run_seconds" if run else "predicted_comm_seconds"] = res.predicted
     extra = (lambda tmp: _plots(tmp, traffic, machine, {"rankmap": res.slot_of_rank,
                                                          "block": np.arange(traffic.size, dtype=np.int64)},
                                 check=False)) if plots_on else None
@@ -100,7 +102,18 @@ def _predictor(traffic: Traffic, machine, network):
     from rankmap.mapper.critpath import schedule_of
     from rankmap.mapper.predict import predict
     sched = schedule_of(traffic)          # an SMPI trace: the latency on its critical path
-    return lambda slot: predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
+    if sched is None or sched.size != traffic.size or not network.core_speed:
+        return lambda slot: predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
+
+    from rankmap.mapper.predict import run_estimate
+
+    def run(slot):                        # and its compute: the run's time and its communication part
+        r = run_estimate(sched, machine, slot, network)
+        if r is None:
+            return predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
+        return r["run_seconds"], r["run_comm_seconds"]
+    run.estimates = "run"
+    return run
 
 
 def inputs_of(traffic: Traffic, spec: dict) -> list:

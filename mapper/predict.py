@@ -46,6 +46,7 @@ class Network:
     loop_bw: float          # bytes/s between two ranks of one node
     loop_lat: float         # s
     nic_bw: float | None    # bytes/s through a node's router (None: no cap)
+    core_speed: float | None = None   # flop/s of one core (a trace's compute actions; None: unknown)
 
     @classmethod
     def from_probe(cls, path) -> "Network":
@@ -120,6 +121,69 @@ def _bisection(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarra
     return byts / (rings * per_ring * bw) if byts else 0.0
 
 
+def pair_model(machine: Machine, slot: np.ndarray, net: Network):
+    """pair(i, j) for critpath.run_time under a mapping: (latency, seconds per byte on the
+    route alone, ((resource, seconds per byte), ...)). The resources are what the bandwidth
+    bound's loads count: the directed links of the route (SimGrid's fat tree: its own
+    routes; other trees and dragonflies: each link's share of the route, as link_loads
+    spreads it) and, with a NIC cap, the limiter of every node (and fat-tree switch) it
+    visits. Two ranks of one node: the loopback's latency and bandwidth, shared with nothing
+    (SimGrid does not share a node's loopback)."""
+    node = machine.slot_node[np.asarray(slot)]
+    used = np.unique(node)
+    a, b = np.meshgrid(used, used, indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    x = a != b
+    a, b = a[x], b[x]
+    hops = machine.node_hops(a, b) if len(a) else np.zeros(0)
+    inter_spb = 1.0 / (net.link_bw if net.nic_bw is None else min(net.link_bw, net.nic_bw))
+    res: list = [[] for _ in range(len(a))]
+    lim = 1.0 / net.nic_bw if net.nic_bw is not None else None
+    tree = machine.network
+    if len(a) and isinstance(tree, SwitchTree) and tree.simgrid:
+        routes = FatTreeRoutes(tree.simgrid)
+        pos = tree.groups[:, -1]
+        links, lims = routes.segments(pos[a], pos[b])
+        for idx, ids, direction in links:
+            for k, l_ in zip(idx.tolist(), ids.tolist()):
+                res[k].append((("l", direction, l_), 1.0 / net.link_bw))
+        if lim is not None:
+            for idx, ids in lims:
+                for k, l_ in zip(idx.tolist(), ids.tolist()):
+                    res[k].append((("n", l_), lim))
+    elif len(a) and isinstance(tree, Torus):
+        nd = len(tree.dims)
+        node_at = np.full(tree.positions, -1, dtype=np.int64)
+        node_at[tree.pos(tree.coords)] = np.arange(len(tree.coords))
+        for idx, p, d, direction in tree.walk(a, b):
+            for k, p_, dr in zip(idx.tolist(), p.tolist(), direction.tolist()):
+                res[k].append((("l", (p_ * nd + d) * 2 + dr), 1.0 / net.link_bw))
+                if lim is not None and node_at[p_] >= 0:
+                    res[k].append((("n", int(node_at[p_])), lim))
+        if lim is not None:
+            for k in range(len(a)):
+                res[k].append((("n", int(b[k])), lim))
+    elif len(a):
+        if tree is not None:
+            frac = tree.link_loads(a, b, np.ones(len(a)), np.arange(len(a)), len(a)).reshape(len(a), -1)
+        else:                              # one switch: each node's uplink and downlink
+            frac = np.zeros((len(a), 2 * machine.nnodes))
+            frac[np.arange(len(a)), a] = 1.0
+            frac[np.arange(len(a)), machine.nnodes + b] = 1.0
+        for k in range(len(a)):
+            for l_ in np.flatnonzero(frac[k]).tolist():
+                res[k].append((("l", l_), float(frac[k, l_]) / net.link_bw))
+            if lim is not None:
+                res[k] += [(("n", int(a[k])), lim), (("n", int(b[k])), lim)]
+    by_nodes = {(int(a[k]), int(b[k])): (float(hops[k]) * net.link_lat, inter_spb, tuple(res[k]))
+                for k in range(len(a))}
+    loop = (net.loop_lat, 1.0 / net.loop_bw, ())
+
+    def pair(i, j):
+        return by_nodes[(int(node[i]), int(node[j]))] if node[i] != node[j] else loop
+    return pair
+
+
 def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.ndarray, net: Network,
             schedule=None) -> dict:
     """schedule: the traffic's actions in program order (rankmap.mapper.critpath, from an SMPI
@@ -168,8 +232,27 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
             through = _through(M, machine, na, nb)
         bounds["nic"] = float(through.max()) / net.nic_bw
     limit = max(bounds, key=bounds.get)
-    return {"seconds": latency + bounds[limit], "latency": latency, "latency_from": latency_from,
-            "bandwidth": bounds[limit],
-            "limited_by": limit, "bounds": bounds,
-            "busiest_rank": int(np.argmax(lat_rank + bw_rank)) if n else 0,
-            "internode_bytes": float(byts[inter].sum()), "messages": float(msgs.sum())}
+    out = {"seconds": latency + bounds[limit], "latency": latency, "latency_from": latency_from,
+           "bandwidth": bounds[limit],
+           "limited_by": limit, "bounds": bounds,
+           "busiest_rank": int(np.argmax(lat_rank + bw_rank)) if n else 0,
+           "internode_bytes": float(byts[inter].sum()), "messages": float(msgs.sum())}
+    if schedule is not None and schedule.size == n and net.core_speed:
+        out.update(run_estimate(schedule, machine, slot, net) or {})
+    return out
+
+
+def run_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network) -> dict | None:
+    """The run's time under this mapping, compute included (critpath.run_time: the trace
+    replayed with each compute action at net.core_speed and each message at its route's
+    latency and bandwidth, sharing links and limiters with the messages beside it), and
+    its communication part: that time minus the same replay's on a network that costs
+    nothing (compute alone, the same for every mapping; computed once per schedule)."""
+    from rankmap.mapper.critpath import run_time
+    run = run_time(schedule, pair_model(machine, slot, net), net.core_speed)
+    if run is None:
+        return None
+    cache = schedule.__dict__.setdefault("_compute_only", {})
+    if net.core_speed not in cache:
+        cache[net.core_speed] = run_time(schedule, lambda i, j: (0.0, 0.0, ()), net.core_speed) or 0.0
+    return {"run_seconds": run, "run_comm_seconds": max(0.0, run - cache[net.core_speed])}

@@ -189,7 +189,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         costs = {**candidates, **default_costs, chosen: cost}
         pick, predicted = choose_predicted(pool, chosen, machine, predictor)
         if pick != chosen:
-            notes.append(f"network model: {pick} is predicted {predicted[pick]:.4g} s of communication against "
+            what = "run time" if getattr(predictor, "estimates", "") == "run" else "communication"
+            notes.append(f"network model: {pick} is predicted {predicted[pick]:.4g} s of {what} against "
                          f"{predicted[chosen]:.4g} s for {chosen} (more than {PREDICT_MARGIN:.0%} less); "
                          f"{pick} is returned (its cost {costs[pick] / cost:.4f}x)")
             chosen, cost, slot = pick, costs[pick], pool[pick].copy()
@@ -202,18 +203,23 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
 
 def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tuple[str, dict]:
     """The candidate with the lowest predicted time, if it beats `chosen`'s prediction by more
-    than PREDICT_MARGIN, else `chosen`. Mappings that put every rank on the same node are
-    predicted once (predict sees nodes, not cores); ties go to the earlier candidate in pool's
-    order (deterministic). Returns the pick and name -> predicted seconds."""
+    than PREDICT_MARGIN of `chosen`'s predicted communication, else `chosen`. The predictor
+    returns seconds of communication, or a pair (the run's seconds, their communication part:
+    with an SMPI trace and the cores' speed, rankmap predict replays the run, compute
+    included, and the placement is judged by the run's time, the margin still being a share
+    of its communication). Mappings that put every rank on the same node are predicted once
+    (predict sees nodes, not cores); ties go to the earlier candidate in pool's order
+    (deterministic). Returns the pick and name -> predicted seconds (the run's, with a pair)."""
     seen: dict = {}
-    predicted = {}
+    predicted, comm = {}, {}
     for name, s in pool.items():
         key = machine.slot_node[np.asarray(s)].tobytes()
         if key not in seen:
-            seen[key] = float(predictor(s))
-        predicted[name] = seen[key]
+            v = predictor(s)
+            seen[key] = (float(v[0]), float(v[1])) if isinstance(v, tuple) else (float(v), float(v))
+        predicted[name], comm[name] = seen[key]
     low = min(predicted, key=predicted.get)            # first of the lowest
-    if predicted[low] < predicted[chosen] * (1 - PREDICT_MARGIN):
+    if predicted[low] < predicted[chosen] - PREDICT_MARGIN * comm[chosen]:
         return low, predicted
     return chosen, predicted
 

@@ -94,7 +94,8 @@ class Platform:
         """The network as `rankmap predict` models it (SI units)."""
         nic = None if self.eff_nic_bw is None else self.eff_nic_bw * 1e9
         return Network(link_bw=self.eff_link_bw * 1e9, link_lat=self.eff_link_lat * 1e-6,
-                       loop_bw=self.loopback_bw * 1e9, loop_lat=self.loopback_lat * 1e-6, nic_bw=nic)
+                       loop_bw=self.loopback_bw * 1e9, loop_lat=self.loopback_lat * 1e-6, nic_bw=nic,
+                       core_speed=self.core_speed * 1e9)
 
     @classmethod
     def from_section(cls, sg: dict, where: str) -> "Platform":

@@ -1,0 +1,178 @@
+"""The run's time from an SMPI trace (rankmap.mapper.critpath.run_time, predict's
+run_estimate): compute on the critical path, messages at their route's latency and
+bandwidth sharing links and limiters, and the final choice by it (solve.choose_predicted
+with mapping._predictor on an SMPI trace). The last test replays a small trace under
+SimGrid and compares."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from rankmap.mapper import machine, solve, spec as mspec
+from rankmap.mapper.critpath import Schedule, critical_latency, read_schedule, run_time
+from rankmap.mapper.mapping import _predictor
+from rankmap.mapper.predict import Network, pair_model, predict, run_estimate
+from rankmap.profiler.formats import read_traffic
+
+
+def flat(lat, spb, res=()):
+    return lambda i, j: (lat, spb, res)
+
+
+def test_compute_on_the_path():
+    """Rank 0 computes 1 Gflop at 1 Gflop/s, then sends 1 kB: 1 s + latency + bytes."""
+    s = Schedule([[("compute", 1e9), ("send", 1, 0, 1000)], [("recv", 0, 0, 1000)]])
+    assert run_time(s, flat(1e-6, 1e-9), 1e9) == pytest.approx(1 + 1e-6 + 1e-6)
+    assert run_time(s, flat(1e-6, 1e-9), None) == pytest.approx(2e-6)      # compute free
+    assert critical_latency(s, lambda i, j: 1e-6) == pytest.approx(1e-6)   # compute ignored there
+
+
+def test_a_shared_link_serves_its_messages_in_turn():
+    """Two 1 MB messages start together over one link of 1 GB/s: the second ends at 2 ms
+    (max-min sharing ends both there); on separate links both end at 1 ms."""
+    s = Schedule([[("isend", 2, 0, 10 ** 6), ("waitall",)], [("isend", 3, 0, 10 ** 6), ("waitall",)],
+                  [("recv", 0, 0, 10 ** 6)], [("recv", 1, 0, 10 ** 6)]])
+    assert run_time(s, flat(0.0, 1e-9, (("link", 1e-9),)), None) == pytest.approx(2e-3)
+    assert run_time(s, flat(0.0, 1e-9, (("link", 1e-9),)), None, contention=False) == pytest.approx(1e-3)
+    assert run_time(s, lambda i, j: (0.0, 1e-9, ((("link", i), 1e-9),)), None) == pytest.approx(1e-3)
+
+
+def test_messages_start_in_time_order():
+    """Rank 1 computes 1 ms before its message, rank 0 sends at once: rank 0's message takes
+    the link first although rank 1 comes first in the ranks' order... and is not delayed by
+    the later one."""
+    s = Schedule([[("isend", 2, 0, 10 ** 6), ("waitall",)],
+                  [("compute", 1e6), ("isend", 3, 0, 10 ** 6), ("waitall",)],
+                  [("recv", 0, 0, 10 ** 6)], [("recv", 1, 0, 10 ** 6)]])
+    # rank 0's message: 0 -> 1 ms; rank 1's starts at 1 ms and the link is free again: 2 ms
+    assert run_time(s, flat(0.0, 1e-9, (("link", 1e-9),)), 1e9) == pytest.approx(2e-3)
+
+
+def test_stuck_replay_gives_none():
+    s = Schedule([[("recv", 1, 0, 8)], [("recv", 0, 0, 8)]])
+    assert run_time(s, flat(1.0, 0.0), 1.0) is None
+
+
+def _trace(tmp_path, lines: list[list[str]]):
+    d = tmp_path / "t.ti_files"
+    d.mkdir()
+    files = []
+    for r, ls in enumerate(lines):
+        f = d / f"1_rank-{r + 1}.txt"
+        f.write_text("".join(f"{r} {x}\n" for x in ["init"] + ls + ["finalize"]))
+        files.append(str(f))
+    (tmp_path / "t.ti").write_text("\n".join(files) + "\n")
+    return tmp_path / "t.ti"
+
+
+# Rank 0 computes 0.1 s and sends 1 kB to rank 1; rank 2 sends 10 MB to rank 1 at once (hidden
+# behind rank 0's compute). Keeping 1 and 2 on one node saves the most bytes (the cost, and
+# predict's communication alone, prefer it), but the run waits for rank 0's message: the
+# run is shorter with 0 and 1 on one node.
+HIDDEN = [["compute 100000000", "send 1 0 1000 2"],
+          ["irecv 2 0 10000000 2", "irecv 0 0 1000 2", "waitall 2"],
+          ["isend 1 0 10000000 2", "waitall 2"]]
+NET = Network(link_bw=1e9, link_lat=1e-3, loop_bw=10e9, loop_lat=1e-7, nic_bw=None, core_speed=1e9)
+
+
+def test_read_schedule_keeps_compute_and_collective_sizes(tmp_path):
+    idx = _trace(tmp_path, [["compute 1500.5", "allreduce 4 100 1", "bcast 2 0 0", "reduce 3 7 0 0"]])
+    s = read_schedule(idx)
+    assert s.ranks[0] == [("compute", 1500.5), ("coll", "allreduce", 0, 16, 100.0), ("coll", "bcast", 0, 16, 0.0),
+                          ("coll", "reduce", 0, 24, 7.0)]
+
+
+def test_off_path_bytes_do_not_decide(tmp_path):
+    idx = _trace(tmp_path, HIDDEN)
+    t = read_traffic(idx, "smpi", "auto")
+    m = machine.build(["a", "b"], ["core:2"])
+    s = read_schedule(idx)
+    together_01 = np.array([0, 1, 2])          # 0, 1 on a; 2 on b
+    together_12 = np.array([2, 0, 1])          # 0 on b; 1, 2 on a
+    comm = {k: predict(t.bytes, t.msgs, m, v, NET, schedule=s) for k, v in (("01", together_01), ("12", together_12))}
+    assert comm["12"]["seconds"] < comm["01"]["seconds"]          # communication alone: 12 (10 MB local)
+    run = {k: run_estimate(s, m, v, NET) for k, v in (("01", together_01), ("12", together_12))}
+    assert run["01"]["run_seconds"] == pytest.approx(0.1 + 1e-7 + 1000 / 10e9)
+    assert run["12"]["run_seconds"] == pytest.approx(0.1 + 2e-3 + 1000 / 1e9)    # node - switch - node
+    assert comm["01"]["run_seconds"] == run["01"]["run_seconds"]   # predict reports it too
+    # the final choice by the run's time: the cost keeps 10 MB on a node; predict's run says no
+    plain = solve.solve(t, m)
+    assert m.slot_node[plain.slot_of_rank][1] == m.slot_node[plain.slot_of_rank][2]
+    pred = _predictor(t, m, NET)
+    assert pred.estimates == "run"
+    r = solve.solve(t, m, predictor=pred)
+    node = m.slot_node[r.slot_of_rank]
+    assert node[0] == node[1] != node[2]
+    assert any("of run time" in x for x in r.notes)
+    # without the cores' speed: the communication alone, as before
+    slow = Network(**{**vars(NET), "core_speed": None})
+    assert not hasattr(_predictor(t, m, slow), "estimates")
+    k = solve.solve(t, m, predictor=_predictor(t, m, slow))
+    assert np.array_equal(m.slot_node[k.slot_of_rank], m.slot_node[plain.slot_of_rank])
+
+
+def test_choose_predicted_margin_is_a_share_of_communication():
+    m = machine.build(["a", "b"], ["core:2"])
+    pool = {"mine": np.array([0, 2, 1, 3]), "block": np.array([0, 1, 2, 3])}
+    # runs of 10 s with 0.1 s of communication: 2 ms less is 2 % of the communication
+    vals = {(0, 1, 0, 1): (10.0, 0.1), (0, 0, 1, 1): (9.998, 0.098)}
+    pick, p = solve.choose_predicted(pool, "mine", m, lambda s: vals[tuple(m.slot_node[s])])
+    assert pick == "block" and p == {"mine": 10.0, "block": 9.998}
+    vals = {(0, 1, 0, 1): (10.0, 0.1), (0, 0, 1, 1): (9.9995, 0.0995)}     # 0.5 %: within the margin
+    assert solve.choose_predicted(pool, "mine", m, lambda s: vals[tuple(m.slot_node[s])])[0] == "mine"
+
+
+def test_pair_model_routes_and_limiters():
+    spec = {"hosts": ["a", "b", "c"], "node_topology": ["core:2"], "torus": "3",
+            "coords": {"a": [0], "b": [1], "c": [2]}}
+    m = mspec.build(spec)
+    net = Network(link_bw=1e9, link_lat=1e-6, loop_bw=1e10, loop_lat=1e-7, nic_bw=2e9)
+    pair = pair_model(m, np.array([0, 2, 4]), net)          # one rank per node
+    lat, spb, res = pair(0, 1)
+    assert lat == pytest.approx(1e-6) and spb == pytest.approx(1e-9)
+    kinds = sorted(r[0][0] for r in res)
+    assert kinds == ["l", "n", "n"]                          # one link, the two ends' limiters
+    assert pair(0, 0) == (net.loop_lat, 1 / net.loop_bw, ())
+
+
+@pytest.mark.smpi
+def test_run_time_against_simgrid(tmp_path):
+    """Under SimGrid's replay, on two Desmos nodes at /16 of its network: a detached send
+    (below 64 KiB: the sender's wait returns at once) and a larger one, exactly; and 10
+    steps of compute and 256 kB ring exchanges under block ({0,1} {2,3}) and cyclic
+    ({0,2} {1,3}): within 6 % (run_time serves a link's messages in turn, SimGrid shares
+    the link between them: a message that starts while another is under way ends earlier
+    here), and in SimGrid's order."""
+    import shutil
+    from conftest import require
+    from rankmap.mapper import writers
+    from rankmap.slurm import platform as plat, smpi
+    require(bool(shutil.which("smpirun")), "SimGrid SMPI (libsimgrid-dev) not installed")
+    assert run_cli("platform", "desmos", "--out", tmp_path / "p", "--network-scale", "0.0625").returncode == 0
+    p, pdir = plat.load(tmp_path / "p")
+    m = mspec.build(plat.machine_spec(p))
+
+    def both(name, lines, hosts):
+        idx = _trace(tmp_path / name, lines)
+        hf = smpi.write_hostfile(hosts, tmp_path / name / "hf")
+        sim = smpi.replay(idx, p, pdir, hf, len(lines)).seconds
+        est = run_estimate(read_schedule(idx), m, writers.read_mapping(hf, m, len(lines)), p.network())
+        return sim, est["run_seconds"]
+    for size, want in ((1024, 0.010), (65536, 0.005 + 8e-6 + 65536 / 0.375e9 + 0.010)):
+        lines = [[f"isend 1 0 {size // 8} 0", "waitall 1", "compute 10000000"], ["compute 5000000", f"recv 0 0 {size // 8} 0"]]
+        (tmp_path / f"d{size}").mkdir()
+        sim, est = both(f"d{size}", lines, ["n0", "n1"])
+        assert sim == pytest.approx(want, rel=1e-3) and est == pytest.approx(sim, rel=1e-3)
+    size = 1 << 18
+    ring = [[x for it in range(10) for x in (f"compute {2e6 * (1 + (r + it) % 3):.0f}",
+                                              f"irecv {(r - 1) % 4} 0 {size // 8} 0", f"isend {(r + 1) % 4} 0 {size // 8} 0",
+                                              "waitall 2", f"isend {(r + 2) % 4} 1 {size // 8} 0",
+                                              f"recv {(r + 2) % 4} 1 {size // 8} 0", "waitall 1")]
+            for r in range(4)]
+    got = {}
+    for name, hosts in (("block", ["n0", "n0", "n1", "n1"]), ("cyclic", ["n0", "n1", "n0", "n1"])):
+        (tmp_path / name).mkdir()
+        got[name] = both(name, ring, hosts)
+        assert got[name][1] == pytest.approx(got[name][0], rel=0.06), (name, got[name])
+    assert (got["block"][0] < got["cyclic"][0]) == (got["block"][1] < got["cyclic"][1]), got
