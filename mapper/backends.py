@@ -61,6 +61,15 @@ KAHIP_BIG_MAX_WORK = 4_000_000
 # ... all of it only for splits into at most this many blocks: eco's time grows fast with
 # the blocks (a 10^4-rank stencil into 312 nodes: 18 s where fast takes 0.1 s)
 KAHIP_PRESET_MAX_BLOCKS = 16
+# Vertices that are units of work, many per core (--oversubscribe/--imbalance: the field's
+# standard benchmark), make the mapping a graph partition, weighed against KaHIP's and
+# SharedMap's strong presets (tens of seconds at 2^17 vertices), not a 10^5-rank launch with
+# its 5 s: such graphs keep the small-graph rules above (strong KaHIP, Mt-KaHyPar's root
+# split and V-cycles) up to UNITS_MAX_WORK. Measured on the tune graphs at 4:8:2:
+# rgg_n_2_16_s0 J 1.190 -> 1.014 x the best anchor (CPU 1.1 -> 7.8 s), gen_rgg_n_2_17_s1
+# 1.087 -> 0.935 (3.6 -> 15 s), gen_delaunay_n17_s1 1.031 -> 1.000 (2.9 -> 15 s).
+UNITS_PER_CORE = 16
+UNITS_MAX_WORK = 2_000_000
 # the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
 # and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)
 _PRESET: dict = {}
@@ -194,20 +203,24 @@ class MtKaHyPar:
         return np.asarray(ph.get_partition(), dtype=np.int64)
 
 
-def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int) -> str:
+def _small(graph_work: int, units: bool) -> bool:
+    return graph_work <= (UNITS_MAX_WORK if units else STRONG_GRAPH_MAX_WORK)
+
+
+def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False) -> str:
     """KaHIP's preset for a split: eco / strong for the splits of many vertices of graphs up
-    to STRONG_GRAPH_MAX_WORK, KAHIP_BIG_PRESET on graphs up to KAHIP_BIG_GRAPH_MAX_WORK,
-    fast otherwise."""
-    if graph_work > KAHIP_BIG_GRAPH_MAX_WORK or len(caps) > KAHIP_PRESET_MAX_BLOCKS:
+    to STRONG_GRAPH_MAX_WORK (UNITS_MAX_WORK for units of work), KAHIP_BIG_PRESET on graphs up
+    to KAHIP_BIG_GRAPH_MAX_WORK, fast otherwise."""
+    if len(caps) > KAHIP_PRESET_MAX_BLOCKS or graph_work > KAHIP_BIG_GRAPH_MAX_WORK and not _small(graph_work, units):
         return "fast"
-    if graph_work > STRONG_GRAPH_MAX_WORK:
+    if not _small(graph_work, units):
         return KAHIP_BIG_PRESET
     if n >= KAHIP_STRONG_MIN_VERTICES and (n + nnz) * math.log2(max(2, len(caps))) <= KAHIP_STRONG_MAX_WORK:
         return "strong"
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
 
 
-def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
+def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False) -> list[str]:
     """The partitioners a split of n vertices and nnz edge entries into these capacities
     affords: "metis" always; "kahip" (equal capacities; its preset recorded for kahip())
     or "mtkahypar" (from scratch: unequal ones, or the root split of a small graph) where
@@ -216,14 +229,15 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
     on METIS's and KaHIP's splits come within 0.3 % of the best of every partitioner
     at a quarter of the time. graph_work: the whole graph's vertices + edge entries; only
     the top splits (at least 1/TOP_SHARE of it each) get more than METIS, so that the
-    levels below the top cost no more than METIS's."""
+    levels below the top cost no more than METIS's. units: the vertices are units of work,
+    many per core (UNITS_PER_CORE)."""
     out = ["metis"]
     if n < MIN_VERTICES or not nnz:
         return out
     # on big graphs only the top splits (each a large share of the graph) get KaHIP and
     # Mt-KaHyPar: every level of the tree would cost as much as the whole graph again;
     # small graphs give KaHIP every split of TOP_MIN_VERTICES or more
-    small = graph_work <= STRONG_GRAPH_MAX_WORK
+    small = _small(graph_work, units)
     top = n + nnz >= graph_work / TOP_SHARE
     work = (n + nnz) * math.log2(max(2, len(caps)))
     cap = KAHIP_MAX_WORK if len(caps) > KAHIP_PRESET_MAX_BLOCKS else KAHIP_SMALL_GRAPH_MAX_WORK if small \
@@ -232,9 +246,9 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int) -> list[str]:
         out.append("kahip")
         if len(_PRESET) > 1000:
             _PRESET.clear()
-        _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work)
+        _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work, units)
     if not mtkahypar_available() or not top or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
-            or graph_work > PORTFOLIO_MAX_WORK:
+            or graph_work > PORTFOLIO_MAX_WORK and not small:
         return out
     root = small and n >= KAHIP_STRONG_MIN_VERTICES and n + nnz >= graph_work * ROOT_SHARE
     if (len(set(caps)) != 1 or root) and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:

@@ -90,14 +90,14 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
-          verdict: dict | None = None) -> np.ndarray:
+          verdict: dict | None = None, units: bool = False) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
-    return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict)[0][1]
+    return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
-                     only_part: bool = False, verdict: dict | None = None) -> list:
+                     only_part: bool = False, verdict: dict | None = None, units: bool = False) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -105,9 +105,10 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     by the splits of one graph; the first split that tests for structure records it there
     (a graph whose top split finds none is left to METIS below too: the subsets of a random
     graph induce sparser random graphs, which pass the test, and KaHIP and Mt-KaHyPar then
-    took seconds per split for nothing: 20k random ranks 6.5 s, 3x 50k's)."""
+    took seconds per split for nothing: 20k random ranks 6.5 s, 3x 50k's). units: the
+    graph's vertices are units of work, many per core (units_of_work)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
-    how = backends.plan(sub.n, sub.nnz, caps, graph_work)
+    how = backends.plan(sub.n, sub.nnz, caps, graph_work, units)
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
     if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
         part = repair(sub, cands[0], caps)
@@ -194,6 +195,14 @@ def repair(sub: _Sub, part: np.ndarray, caps: list[int]) -> np.ndarray:
     return part
 
 
+def units_of_work(n: int, machine: Machine) -> bool:
+    """Whether n ranks on this machine are units of work, many per core (--oversubscribe
+    for a graph partition, as in the field's standard benchmark): backends.plan then affords
+    the partitioners' strong settings on bigger graphs (backends.UNITS_PER_CORE)."""
+    cores = np.unique(machine.slot_node * (int(machine.slot_core.max()) + 1) + machine.slot_core).size
+    return n >= backends.UNITS_PER_CORE * cores
+
+
 def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill: str = "packed",
                  ranks: np.ndarray | None = None) -> np.ndarray:
     """slot_of_rank for the ranks (default all) placed under `root`.
@@ -207,6 +216,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     where = np.full(graph.n, root.slots[0], dtype=np.int64)   # a representative slot of each rank's subtree
     pos = np.full(graph.n, -1, dtype=np.int64)
     csr = _int64_csr(graph.W)
+    units = units_of_work(graph.n, machine)
     mark = np.full(machine.nnodes, -1, dtype=np.int64)
     verdict: dict = {}
     level = [(ranks, root)]
@@ -228,7 +238,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             if sub.nnz == 0 or len(rk) <= len(live):
                 part = _in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
-                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict)
+                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]
@@ -258,7 +268,7 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
     n = graph.n
     sub = _Sub(_int64_csr(graph.W), np.arange(n), np.full(n, -1, dtype=np.int64))
     caps = [len(p) for p in per]
-    part = split(sub, caps, seed, n + graph.W.nnz)
+    part = split(sub, caps, seed, n + graph.W.nnz, units=units_of_work(n, machine))
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
     Q.setdiag(0)
     Q.eliminate_zeros()

@@ -271,3 +271,19 @@ def test_refine_screened_pass_on_a_large_machine():
     assert len(np.unique(s1)) == n and s1.min() >= 0 and s1.max() < m.nslots
     assert c1 < prob.cost(start)
     assert abs(prob.cost(s1) - c1) <= 1e-9 * c1
+
+
+def test_units_of_work_get_the_strong_portfolio_on_bigger_graphs():
+    """Many vertices per core (the standard benchmark's --oversubscribe) is a graph partition:
+    a 7.5*10^5-work graph keeps strong KaHIP and Mt-KaHyPar there, and METIS + eco KaHIP as
+    a launch of that many ranks (one per core)."""
+    from rankmap.mapper import backends, partition
+    units_m = machine.build(["a", "b"], ["pack:8 core:4"], oversubscribe=1056)
+    ranks_m = machine.build([f"n{i}" for i in range(2048)], ["pack:8 core:4"])
+    assert partition.units_of_work(65536, units_m) and not partition.units_of_work(65536, ranks_m)
+    n, nnz, caps = 65536, 684254, [33792, 33792]
+    strong = backends.plan(n, nnz, caps, n + nnz, units=True)
+    plain = backends.plan(n, nnz, caps, n + nnz)
+    assert {"kahip", "mtkahypar", "vcycles"} <= set(strong) and plain == ["metis", "kahip"]
+    assert backends.kahip_preset(n, nnz, caps, n + nnz, units=True) == "strong"
+    assert backends.kahip_preset(n, nnz, caps, n + nnz) == "eco"
