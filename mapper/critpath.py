@@ -10,10 +10,13 @@ replays that order with compute free and every message costing the latency of it
 only (hops x link latency, or the loopback's), and returns the time of the last rank: the
 latency the program's dependencies put on its critical path. `predict` adds it to its
 bandwidth bound (the busiest link, NIC, sender or cut), which the critical path does not
-see. run_time replays the whole trace: compute at the cores' speed, every message at its
-route's latency and bandwidth, the messages that cross one link or limiter served in turn
-(the run's time, for the final choice of a mapping: a placement that shortens messages
-off the critical path and lengthens one on it is slower, whatever the bytes say).
+see. run_time_fluid replays the whole trace: compute at the cores' speed, every message at
+its route's latency and bandwidth, sharing each link and limiter with the messages under
+way on it as SimGrid does (max-min fairness); run_time is the same replay with the
+messages that cross one link or limiter served in turn (cheaper, blind to how overlapping
+messages slow each other down). They give the run's time, for the final choice of a
+mapping: a placement that shortens messages off the critical path and lengthens one on
+it is slower, whatever the bytes say.
 
 The replays follow SimGrid 3.32 SMPI's semantics as far as they decide waiting (checked
 against SimGrid's replays in docs/real-apps.md and tests/test_critpath_run.py): a message
@@ -36,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 DIRECT_MAX = 512                     # above this many ranks a direct collective is not summed pair by pair
+WEIGHT_S = 8775.0                    # SimGrid's network/weight-S: a flow's share ~ 1 / (latency + sum of weight_S / bandwidth)
 DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
 _SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
 _RECVS = {"recv", "irecv", "Irecv"}
@@ -464,3 +468,253 @@ def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True
         return None
     return max(t) if P else 0.0
 
+
+class TooCostly(Exception):
+    """run_time_fluid went over its work budget."""
+
+
+def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | None = None) -> float | None:
+    """run_time with SimGrid's own sharing: every message between two nodes is a flow that
+    starts moving bytes after its route's latency and shares each link and limiter it
+    crosses with the flows crossing it at the same time (max-min fairness, recomputed
+    whenever a flow starts or ends, each flow's share weighted down by its route's length
+    as SimGrid's weight-S does); a message within a node takes the loopback's latency and
+    bandwidth, shared with nothing. A message's end is known only when its flow ends, so
+    ranks wait on flows, not on times fixed when the messages start. Every start or end of a
+    flow recomputes the shares of all the active ones, so the cost grows with the number
+    of messages times the flows under way: `budget` caps the work (flow-resource entries
+    visited; about 2.5 million a second here) and raises TooCostly past it."""
+    import heapq
+    from itertools import count
+    P = sched.size
+    memo: dict = {}
+
+    def info(i, j):
+        k = (i, j)
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = pair(i, j) if i != j else (0.0, 0.0, ())
+        return v
+    inv = 0.0 if not speed else 1.0 / speed
+    seq = count()
+    heap: list = []                    # (time, seq, kind, payload): 0 rank resumes, 1 flow starts moving bytes
+    flows: dict = {}                   # id -> [bytes left, rate, ((resource, s per byte), ...), penalty, reqs]
+    now = [0.0]
+    nxt = [float("inf")]               # when the first active flow ends
+
+    work = [0]
+
+    def share():
+        """Max-min rates of the active flows (progressive filling), and the next end."""
+        by_res: dict = defaultdict(list)
+        load: dict = defaultdict(float)
+        for k, f in flows.items():
+            ip = 1.0 / f[3]
+            for rid, c in f[2]:
+                by_res[rid].append(k)
+                load[rid] += c * ip
+        cnt = {rid: len(v) for rid, v in by_res.items()}
+        work[0] += sum(cnt.values()) + len(cnt) * len(cnt)
+        if budget is not None and work[0] > budget:
+            raise TooCostly
+        used = dict.fromkeys(load, 0.0)
+        fixed: set = set()
+        while load:
+            best, lvl = None, float("inf")
+            for rid, s in load.items():
+                v = (1.0 - used[rid]) / s
+                if v < lvl:
+                    best, lvl = rid, v
+            if lvl < 0.0:
+                lvl = 0.0
+            for k in by_res[best]:
+                if k in fixed:
+                    continue
+                fixed.add(k)
+                f = flows[k]
+                ip = 1.0 / f[3]
+                x = f[1] = lvl * ip
+                for rid, c in f[2]:
+                    if rid in load:
+                        used[rid] += x * c
+                        cnt[rid] -= 1
+                        if cnt[rid]:
+                            load[rid] -= c * ip
+                        else:
+                            del load[rid]
+        t = now[0]
+        nxt[0] = min((t + f[0] / f[1] if f[1] > 0 else float("inf") for f in flows.values()), default=float("inf"))
+
+    def advance(t):
+        dt = t - now[0]
+        if dt > 0:
+            for f in flows.values():
+                f[0] -= f[1] * dt
+        now[0] = t
+
+    def start(i, j, size, t0, reqs):
+        lat, spb, res = info(i, j)
+        if not res or not size:        # the loopback (or nothing to move): a fixed time
+            done = t0 + lat + size * spb
+            for q in reqs:
+                q[3] = done
+            return done
+        heapq.heappush(heap, (t0 + lat, next(seq), 1, (size, res, reqs, lat)))
+        return None
+
+    t = [0.0] * P
+    pc = [0] * P
+    sends: dict = defaultdict(deque)
+    recvs: dict = defaultdict(deque)
+    pending: list = [[] for _ in range(P)]
+    colls: dict = {}
+    ncoll = [0] * P
+    blocked: list = [None] * P
+    fin = [False] * P
+    left = P
+    queued = [False] * P
+    for r in range(P):
+        heapq.heappush(heap, (0.0, next(seq), 0, r))
+        queued[r] = True
+    waiting: dict = defaultdict(list)  # id(request) -> ranks to wake when it completes
+
+    def wake(x, when):
+        if not queued[x] and not fin[x]:
+            queued[x] = True
+            heapq.heappush(heap, (max(when, t[x]), next(seq), 0, x))
+    fid = count()
+    while heap or flows:
+        th = heap[0][0] if heap else float("inf")
+        if flows and nxt[0] <= th:     # flows end first
+            te = nxt[0]
+            advance(te)
+            eps = 1e-12 * max(te, 1e-9)        # flows within rounding of their end end together
+            ended = [k for k, f in flows.items() if f[0] <= 1e-6 or (f[1] > 0 and f[0] / f[1] <= eps)]
+            if not ended:
+                ended = [min(flows, key=lambda k: flows[k][0] / flows[k][1] if flows[k][1] > 0 else float("inf"))]
+            for k in ended:
+                f = flows.pop(k)
+                for q in f[4]:
+                    q[3] = te
+                    for x in waiting.pop(id(q), ()):
+                        wake(x, te)
+            share()
+            continue
+        tm, _, kind, payload = heapq.heappop(heap)
+        if kind == 1:
+            advance(tm)
+            size, res, reqs, lat = payload
+            pen = lat + WEIGHT_S * sum(c for _, c in res)
+            flows[next(fid)] = [float(size), 0.0, res, pen, reqs]
+            share()
+            continue
+        r = payload
+        queued[r] = False
+        if fin[r]:
+            continue
+        acts = sched.ranks[r]
+        while True:
+            b = blocked[r]
+            if b is not None:
+                if b[0] == "reqs":
+                    open_ = [q for q in b[1] if q[3] is None]
+                    if open_:
+                        for q in open_:
+                            waiting[id(q)].append(r)
+                        break
+                    done = max([t[r]] + [q[3] for q in b[1]])
+                else:
+                    c = colls[b[1]]
+                    if len(c["t"]) < P:
+                        break
+                    if "out" not in c:
+                        size, fl = c["size"], c["flops"] * inv
+                        c["out"] = [x + fl for x in _collective(
+                            c["op"], c["root"], c["t"], P, lambda i, j: info(i, j)[0] + size * info(i, j)[1])]
+                    done = c["out"][r]
+                blocked[r] = None
+                if done > t[r]:
+                    t[r] = done
+                    if (heap and heap[0][0] < done) or (flows and nxt[0] < done):
+                        queued[r] = True
+                        heapq.heappush(heap, (done, next(seq), 0, r))
+                        break
+            if pc[r] >= len(acts):
+                fin[r] = True
+                left -= 1
+                break
+            act = acts[pc[r]]
+            pc[r] += 1
+            op = act[0]
+            if op == "compute":
+                if inv:
+                    t[r] += act[1] * inv
+                    if (heap and heap[0][0] < t[r]) or (flows and nxt[0] < t[r]):
+                        queued[r] = True
+                        heapq.heappush(heap, (t[r], next(seq), 0, r))
+                        break
+                continue
+            if op in ("send", "isend"):
+                _, dst, tag, size = act
+                if not 0 <= dst < P:
+                    continue
+                req = [r, dst, tag, None]
+                key = (r, dst, tag)
+                q = recvs.get(key)
+                if q:
+                    rpost, rreq = q.popleft()
+                    d = start(r, dst, size, max(t[r], rpost), (req, rreq))
+                    for x in waiting.pop(id(rreq), ()) if d is not None else ():
+                        wake(x, d)
+                else:
+                    sends[key].append((t[r], size, req))
+                if size < DETACHED:
+                    pass                                 # detached: the sender's wait returns at once
+                elif op == "isend":
+                    pending[r].append(req)
+                else:
+                    blocked[r] = ("reqs", [req])
+            elif op in ("recv", "irecv"):
+                _, src, tag, _size = act
+                if not 0 <= src < P:
+                    continue
+                req = [src, r, tag, None]
+                key = (src, r, tag)
+                q = sends.get(key)
+                if q:
+                    spost, size, sreq = q.popleft()
+                    d = start(src, r, size, max(t[r], spost), (req, sreq))
+                    for x in waiting.pop(id(sreq), ()) if d is not None else ():
+                        wake(x, d)
+                else:
+                    recvs[key].append((t[r], req))
+                if op == "irecv":
+                    pending[r].append(req)
+                else:
+                    blocked[r] = ("reqs", [req])
+            elif op == "wait":
+                _, s_, d_, tag = act
+                for i, q in enumerate(pending[r]):
+                    if q[0] == s_ and q[1] == d_ and q[2] == tag:
+                        blocked[r] = ("reqs", [pending[r].pop(i)])
+                        break
+            elif op == "waitall":
+                if pending[r]:
+                    blocked[r] = ("reqs", pending[r])
+                    pending[r] = []
+            else:
+                sq = ncoll[r]
+                ncoll[r] += 1
+                c = colls.get(sq)
+                if c is None:
+                    c = colls[sq] = {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0,
+                                     "size": act[3] if len(act) > 3 else 0, "flops": act[4] if len(act) > 4 else 0.0}
+                c["t"][r] = t[r]
+                blocked[r] = ("coll", sq)
+                if len(c["t"]) == P:
+                    last = max(c["t"].values())
+                    for x in range(P):
+                        wake(x, last)
+    if left:
+        return None
+    return max(t) if P else 0.0

@@ -242,17 +242,35 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
     return out
 
 
+FLUID_BUDGET = 3e7    # critpath.run_time_fluid's work cap (about 2 s of CPU per mapping estimated)
+
+
 def run_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network) -> dict | None:
-    """The run's time under this mapping, compute included (critpath.run_time: the trace
-    replayed with each compute action at net.core_speed and each message at its route's
-    latency and bandwidth, sharing links and limiters with the messages beside it), and
-    its communication part: that time minus the same replay's on a network that costs
-    nothing (compute alone, the same for every mapping; computed once per schedule)."""
-    from rankmap.mapper.critpath import run_time
-    run = run_time(schedule, pair_model(machine, slot, net), net.core_speed)
+    """The run's time under this mapping, compute included: the trace replayed with each
+    compute action at net.core_speed and each message at its route's latency and bandwidth,
+    sharing links and limiters with the messages beside it as SimGrid shares them
+    (critpath.run_time_fluid), or, when that replay would cost more than FLUID_BUDGET on the
+    first mapping estimated, with each link's and limiter's messages served in turn
+    (critpath.run_time: a few times faster, and blind to how messages that overlap slow
+    each other down); the choice is made once per schedule, so every mapping of it is
+    estimated the same way. And its communication part: that time minus the same replay's
+    on a network that costs nothing (compute alone, the same for every mapping)."""
+    from rankmap.mapper.critpath import TooCostly, run_time, run_time_fluid
+    pair = pair_model(machine, slot, net)
+    how = schedule.__dict__.get("_sharing")
+    run = None
+    if how in (None, "fluid"):
+        try:
+            run = run_time_fluid(schedule, pair, net.core_speed, budget=FLUID_BUDGET if how is None else None)
+            how = "fluid"
+        except TooCostly:
+            how = "in turn"
+        schedule.__dict__["_sharing"] = how
+    if how == "in turn":
+        run = run_time(schedule, pair, net.core_speed)
     if run is None:
         return None
     cache = schedule.__dict__.setdefault("_compute_only", {})
     if net.core_speed not in cache:
         cache[net.core_speed] = run_time(schedule, lambda i, j: (0.0, 0.0, ()), net.core_speed) or 0.0
-    return {"run_seconds": run, "run_comm_seconds": max(0.0, run - cache[net.core_speed])}
+    return {"run_seconds": run, "run_comm_seconds": max(0.0, run - cache[net.core_speed]), "run_sharing": how}
