@@ -81,7 +81,7 @@ def check_fits(n: int, machine: Machine) -> None:
                         "or use --oversubscribe N to put N ranks on each core")
 
 
-def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: int = 0, tries: int = 3,
+def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: int = 0, tries: int | None = None,
           time_limit: float | None = None, refine: bool = True, fill: str = "packed",
           graph: Graph | None = None, quick: bool = False, predictor=None) -> Result:
     """quick: one start and a short search (comparing candidate allocations).
@@ -133,10 +133,16 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             return "random", baselines.random(n, machine, sd), sd
         return algorithm, defaults[algorithm].copy(), sd
 
-    exact = units and machine.nslots > TABU_SLOTS
-    nstarts = (work.starts if exact else max(tries, work.starts) if work.starts > 1 and not quick else 1) \
-        if algorithm == "metis" \
-        else max(1, tries) if algorithm == "scotch" else 1
+    # tries (--tries): at least that many partitionings, on any size; by default effort's,
+    # and 3 where effort asks for several on a mid-size machine
+    if algorithm == "scotch":
+        nstarts = 3 if tries is None else max(1, tries)
+    elif algorithm != "metis" or quick:
+        nstarts = 1
+    elif tries is not None:
+        nstarts = max(tries, work.starts)
+    else:
+        nstarts = work.starts if units or work.starts == 1 else max(3, work.starts)
     starts = [make(t) for t in range(nstarts)]
     if algorithm == "metis":
         from rankmap.mapper.partition import network_start

@@ -82,7 +82,7 @@ def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, o
             same = name == "rankmap-b"
             d = out / ("mapping-b" if same else "mapping-c")
             run_map(traffic, mspec.load(alloc.spec_path if same else platform_dir / "machine.json"),
-                    algorithm="metis", seed=seed, tries=3, time_limit=None, refine=True, fill="packed",
+                    algorithm="metis", seed=seed, tries=None, time_limit=None, refine=True, fill="packed",
                     mode="same-allocation" if same else "whole-cluster", out=str(d), force=True, plots_on=False,
                     console=None, also_nodes=alloc.nodes, network=network)
             res[name] = smpi.read_hostfile(d / "hostfile")
@@ -168,7 +168,7 @@ def run_workflow(program: list[str], platform_dir: str, nranks: int | None, out:
     same = mode == "same-allocation"
     rep = run_map(read_traffic(trace, "smpi", model), mspec.load(alloc.spec_path if same else pdir / "machine.json"),
                   algorithm="metis", seed=seed,
-                  tries=3, time_limit=None, refine=True, fill="packed", mode=mode, out=str(out_dir / "mapping"),
+                  tries=None, time_limit=None, refine=True, fill="packed", mode=mode, out=str(out_dir / "mapping"),
                   force=False, plots_on=False, console=None, also_nodes=alloc.nodes)
     hf2 = out_dir / "mapping" / "hostfile"
     hosts2 = smpi.read_hostfile(hf2)

@@ -114,7 +114,7 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         spec = resolve_machine(dict(mopts, nodes=",".join(hosts)))
     t0 = time.monotonic()
     rep = run_map(read_traffic(res1.directory, "profile", model), spec,
-                  algorithm=algorithm, seed=seed, tries=3, time_limit=None, refine=True, fill="packed",
+                  algorithm=algorithm, seed=seed, tries=None, time_limit=None, refine=True, fill="packed",
                   mode=mode, out=str(base / "mapping"), force=False, plots_on=True, console=console)
     record["mapping"] = {"directory": str(base / "mapping"), "seconds": round(time.monotonic() - t0, 3),
                          "nodes": rep["nodes"], "chosen": rep["chosen"]}

@@ -287,3 +287,18 @@ def test_units_of_work_get_the_strong_portfolio_on_bigger_graphs():
     assert {"kahip", "mtkahypar", "vcycles"} <= set(strong) and plain == ["metis", "kahip"]
     assert backends.kahip_preset(n, nnz, caps, n + nnz, units=True) == "strong"
     assert backends.kahip_preset(n, nnz, caps, n + nnz) == "eco"
+
+
+def test_tries_is_honoured_on_big_machines_too():
+    """--tries N promises at least N partitionings: on a machine of 1,024 slots the default
+    is one, and tries=2 gives two (candidates metis+refine and metis+refine#1)."""
+    p = 1024
+    i = np.arange(p)
+    W = sp.csr_matrix((np.ones(2 * (p - 1)), (np.r_[i[:-1], i[1:]], np.r_[i[1:], i[:-1]])), shape=(p, p))
+    t = Traffic(bytes=W, source="chain", format="synthetic")
+    m = machine.build([f"n{k}" for k in range(64)], ["pack:2 core:8"])
+    one = solve.solve(t, m, seed=0)
+    two = solve.solve(t, m, seed=0, tries=2)
+    assert [k for k in one.candidates if k.startswith("metis")] == ["metis+refine"]
+    assert [k for k in two.candidates if k.startswith("metis")] == ["metis+refine", "metis+refine#1"]
+    assert two.cost <= one.cost
