@@ -70,6 +70,42 @@ class Network:
                    loop_lat=num(lat, near_key, "latency_us", False) * 1e-6, nic_bw=None)
 
 
+class SimGridTorus(Torus):
+    """A torus routed as SimGrid 3.32's TorusZone routes it: dimension order, the shorter
+    way round each ring, and at half a ring's length (a tie) towards the destination's
+    side: up when its coordinate is above the source's, down when below (rankmap's Torus
+    always goes up: 3 -> 1 on a ring of 4 passes 0 here, 2 there)."""
+
+    def _steps(self, a: np.ndarray, b: np.ndarray):
+        out = []
+        for d, size in enumerate(self.dims):
+            delta = b[:, d] - a[:, d]
+            if self.wrap[d]:
+                fwd = np.mod(delta, size)
+                back = size - fwd
+                s = np.where(fwd < back, fwd, np.where(fwd > back, fwd - size, np.where(delta > 0, fwd, fwd - size)))
+            else:
+                s = delta
+            out.append(s)
+        return out
+
+
+def _routed(net):
+    """The network as predict routes it (tori as SimGrid does)."""
+    return SimGridTorus(dims=net.dims, wrap=net.wrap, coords=net.coords) if type(net) is Torus else net
+
+
+def _torus_link_loads(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
+    """Bytes per directed link of a torus, routed as SimGrid routes it."""
+    inter = na != nb
+    if not inter.any():
+        return np.zeros(1)
+    key = na[inter] * machine.nnodes + nb[inter]
+    uk, inv = np.unique(key, return_inverse=True)
+    w = np.bincount(inv, weights=M.data[inter])
+    return _routed(machine.network).link_loads(uk // machine.nnodes, uk % machine.nnodes, w).ravel()
+
+
 def _through(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
     """Bytes each node's router passes: every node a route visits, its ends included (the
     SimGrid limiter's accounting)."""
@@ -86,7 +122,7 @@ def _through(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray)
         np.add.at(v, a, w)
         np.add.at(v, b, w)
         return v
-    return net.through(a, b, w, machine.nnodes)
+    return _routed(net).through(a, b, w, machine.nnodes)
 
 
 def _fat_tree_loads(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray):
@@ -152,6 +188,7 @@ def pair_model(machine: Machine, slot: np.ndarray, net: Network):
                 for k, l_ in zip(idx.tolist(), ids.tolist()):
                     res[k].append((("n", l_), lim))
     elif len(a) and isinstance(tree, Torus):
+        tree = _routed(tree)
         nd = len(tree.dims)
         node_at = np.full(tree.positions, -1, dtype=np.int64)
         node_at[tree.pos(tree.coords)] = np.arange(len(tree.coords))
@@ -221,6 +258,9 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
         lk, lm = _fat_tree_loads(M, machine, na, nb)
         loads = lk.ravel()
         through = lm
+    elif type(tree) is Torus:
+        loads = _torus_link_loads(M, machine, na, nb)
+        through = None
     else:
         loads = link_loads(M, machine, slot)
         through = None
