@@ -137,7 +137,7 @@ def _wanted(args):
 def cmd_replay(args) -> int:
     machines, scales = _machines_scales(args)
     return R.run(C.select(C.SETS[_set(args)], args.only), args.work, machines, scales, wanted=_wanted(args),
-                 predict_choice=not getattr(args, "no_predict_choice", False))
+                 predict_choice=not getattr(args, "no_predict_choice", False), remap=getattr(args, "remap", False))
 
 
 def cmd_table(args) -> int:
@@ -217,6 +217,9 @@ def main(argv=None) -> int:
             r.add_argument("--no-predict-choice", action="store_true",
                            help="Map rankmap-b/-c once, without the network's speeds (rankmap's cost alone chooses "
                                 "among its candidate mappings; by default predict's estimate on each speed does).")
+            r.add_argument("--remap", action="store_true",
+                           help="Map rankmap-b/-c at these speeds again (after a change of the final choice or of "
+                                "predict); a placement whose hostfile changed is replayed again, the others not.")
         if name in ("table", "all"):
             r.add_argument("--markdown", action="store_true", help="Markdown tables (docs/real-apps.md).")
             r.add_argument("--json", help="Write every row to this file.")

@@ -9,6 +9,7 @@ import json
 import sys
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from rankmap.mapper import machine, solve
@@ -132,3 +133,27 @@ def test_map_cli_network_speeds(tmp_path):
     res = run_cli("map", csv, *machine_opts, "--network-speeds", tmp_path / "notaplatform", "--out", tmp_path / "y")
     err = res.stdout + res.stderr
     assert res.returncode != 0 and "--network-speeds" in err and "--platform" not in err and "Traceback" not in err
+
+
+def test_bench_table_scores_the_run_estimate():
+    """bench/real_apps table: predict's run estimate (predicted_run_seconds) against the
+    replayed time, per row and over the tune / held-out rows; rows without it are left out."""
+    from real_apps import predicted, table
+
+    def place(sim, run, alone=1.0):
+        return {"simulated_seconds": sim, "comm_seconds": sim - 1.0, "comm_alone_seconds": alone,
+                "predicted_comm_seconds": alone, "predicted_run_seconds": run}
+    res = {"block": place(2.0, 2.2), "cyclic": place(3.0, 2.7), "random": place(2.5, 2.6),
+           "rankmap-b": place(1.8, 1.8), "rankmap-c": place(1.8, 1.8)}
+    r = {"case": "x-16", "app": "x", "ranks": 16, "machine": "m", "res": res}
+    table._derive(r)
+    assert r["run_err"]["block"] == pytest.approx(0.1) and r["run_err"]["cyclic"] == pytest.approx(-0.1)
+    ok, tot = r["order_run"]
+    assert tot == 9 and ok == 9                       # every pair apart by > 1 % in the replay's order
+    s = predicted.run_stats([r])
+    assert s["mae"] == pytest.approx((0.1 + 0.1 + 0.04) / 5) and s["max"] == pytest.approx(0.1)
+    del res["random"]["predicted_run_seconds"]
+    r2 = {"case": "x-16", "app": "x", "ranks": 16, "res": res}
+    table._derive(r2)
+    assert "run_err" not in r2 and predicted.run_stats([r2])["rows"] == 0
+    assert any("run time" in x for x in predicted.lines([r]))

@@ -48,6 +48,9 @@ def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
                     v.update({"predicted_comm_seconds": pr["seconds"], "predicted_limit": pr["limited_by"],
                               "predicted_bounds": pr["bounds"], "predicted_latency": pr["latency"],
                               "predicted_latency_from": pr["latency_from"]})
+                    if "run_seconds" in pr:         # the run's time, compute included (the final choice's estimate)
+                        v.update({"predicted_run_seconds": pr["run_seconds"],
+                                  "predicted_run_comm_seconds": pr["run_comm_seconds"]})
                     done += 1
                 f.write_text(json.dumps(res, indent=1) + "\n")
         say(f"  {case.name}: predict recomputed", flush=True)
@@ -71,6 +74,15 @@ def stats(rows: list[dict]) -> dict:
             "max": max(errs) if errs else float("nan"), "order": (ok, tot)}
 
 
+def run_stats(rows: list[dict]) -> dict:
+    """predict's run estimate against the replayed time (rows that have it)."""
+    rows = [r for r in rows if "run_err" in r]
+    errs = [abs(e) for r in rows for e in r["run_err"].values()]
+    ok, tot = sum(r["order_run"][0] for r in rows), sum(r["order_run"][1] for r in rows)
+    return {"rows": len(rows), "placements": len(errs), "mae": sum(errs) / len(errs) if errs else float("nan"),
+            "max": max(errs) if errs else float("nan"), "order": (ok, tot)}
+
+
 def lines(rows: list[dict]) -> list[str]:
     """predict's accuracy on the tune rows, the held-out rows, all rows, and per application
     and machine (all rows)."""
@@ -86,6 +98,15 @@ def lines(rows: list[dict]) -> list[str]:
     one(f"tune rows (<= {TUNE_MAX_RANKS} ranks)", [r for r in rows if is_tune(r)])
     one(f"held-out rows (> {TUNE_MAX_RANKS} ranks)", [r for r in rows if not is_tune(r)])
     one("all rows", rows)
+    for label, rs in ((f"tune rows (<= {TUNE_MAX_RANKS} ranks)", [r for r in rows if is_tune(r)]),
+                      (f"held-out rows (> {TUNE_MAX_RANKS} ranks)", [r for r in rows if not is_tune(r)]),
+                      ("all rows", rows)):
+        s = run_stats(rs)
+        if s["placements"]:
+            ok, tot = s["order"]
+            out.append(f"predict's run time (compute included) vs the replayed time, {label}: {s['rows']} rows, "
+                       f"{s['placements']} placements: MAE {s['mae']:.1%}, max {s['max']:.1%}, order {ok}/{tot} = "
+                       f"{ok / tot if tot else float('nan'):.1%}")
     for v in sorted({family(r) for r in rows}):
         one(v, [r for r in rows if family(r) == v])
     for v in sorted({r["machine"] for r in rows}):

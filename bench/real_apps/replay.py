@@ -87,16 +87,17 @@ def symmetric_traffic(trace: Path):
 
 
 def placements(trace: Path, ranks: int, work: Path, machine: str, out: Path, say=print,
-               wanted=COMPETITORS, scales=(), predict_choice: bool = True) -> dict:
+               wanted=COMPETITORS, scales=(), predict_choice: bool = True, remap: bool = False) -> dict:
     """placements.json: host lists of ours and of every available competitor (computed once);
-    with predict_choice, rankmap-b/-c again at each scale, knowing that network's speeds."""
+    with predict_choice, rankmap-b/-c again at each scale, knowing that network's speeds
+    (remap: again even if placements.json has them)."""
     f = out / "placements.json"
     data = json.loads(f.read_text()) if f.is_file() else {"hosts": {}, "map_seconds": {}, "skipped": {}}
     p, pdir = platform(work, machine, 1.0)
     at = data.setdefault("hosts_at", {})
     for s in (scales if predict_choice else ()):
         k = f"x{s:g}"
-        if all(n in at.get(k, {}) for n in ("rankmap-b", "rankmap-c")):
+        if not remap and all(n in at.get(k, {}) for n in ("rankmap-b", "rankmap-c")):
             continue
         ps, psdir = platform(work, machine, s)
         t0 = time.monotonic()
@@ -159,9 +160,9 @@ def _replayed_hosts(out: Path, scale: float, name: str):
 
 
 def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path, say=print,
-           wanted=COMPETITORS, predict_choice: bool = True) -> dict:
+           wanted=COMPETITORS, predict_choice: bool = True, remap: bool = False) -> dict:
     """Results per scale: placement -> outcome (simulated.Outcome.as_dict)."""
-    pl = placements(trace, ranks, work, machine, out, say, wanted, scales, predict_choice)
+    pl = placements(trace, ranks, work, machine, out, say, wanted, scales, predict_choice, remap)
     res = {}
     for s in scales:
         f = out / f"x{s:g}.json"
@@ -181,7 +182,8 @@ def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path,
     return {"placements": pl, "scales": res}
 
 
-def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS, predict_choice: bool = True) -> int:
+def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS, predict_choice: bool = True,
+        remap: bool = False) -> int:
     failed = []
     for case in cases:
         trace = work / "traces" / case.name / "trace" / "replay.ti"     # capture.replayable
@@ -195,7 +197,7 @@ def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS
             say(f"  {case.name} on {m}", flush=True)
             try:
                 replay(trace, case.ranks, work, m, scales, work / "replay" / case.name / m, say, wanted,
-                       predict_choice)
+                       predict_choice, remap)
             except UserError as e:      # a SimGrid replay crash: report it, go on with the other rows
                 say(f"  {case.name} on {m}: FAILED: {str(e).splitlines()[0]}")
                 failed.append(f"{case.name}/{m}")

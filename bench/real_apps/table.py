@@ -63,9 +63,13 @@ def _derive(r: dict) -> None:
                      if v.get("comm_alone_seconds")}
     r["order"] = _pairs(res, "comm_alone_seconds")
     r["order_comm"] = _pairs(res, "comm_seconds")
+    # predict's run estimate (critpath.run_time, compute included) against the replayed time
+    if res and all(v.get("predicted_run_seconds") for v in res.values()):
+        r["run_err"] = {n: v["predicted_run_seconds"] / v["simulated_seconds"] - 1 for n, v in res.items()}
+        r["order_run"] = _pairs(res, "simulated_seconds", "predicted_run_seconds")
 
 
-def _pairs(res: dict, key: str) -> tuple[int, int]:
+def _pairs(res: dict, key: str, pred: str = "predicted_comm_seconds") -> tuple[int, int]:
     """(pairs ranked as the replay ranks them, pairs ranked): placements whose replayed times
     are within TIE of each other are a tie and not counted."""
     names = sorted(res)
@@ -75,7 +79,7 @@ def _pairs(res: dict, key: str) -> tuple[int, int]:
             xa, xb = res[a][key], res[b][key]
             if max(xa, xb) <= 0 or abs(xa - xb) <= TIE * max(xa, xb):
                 continue
-            pa, pb = res[a]["predicted_comm_seconds"], res[b]["predicted_comm_seconds"]
+            pa, pb = res[a][pred], res[b][pred]
             tot += 1
             ok += (pa - pb) * (xa - xb) > 0
     return ok, tot
