@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankmap.mapper import backends, baselines
+from rankmap.mapper import baselines
 from rankmap.mapper.graph import Graph, from_traffic
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.partition import hierarchical, units_of_work
+from rankmap.mapper.partition import hierarchical
 from rankmap.mapper.refine import Problem
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.traffic import Traffic
@@ -45,7 +45,6 @@ MIN_GAIN = 0.01
 # placements that cut the same bytes differ by noise, not by what a replay would show.
 PREDICT_MARGIN = 0.01
 
-UNITS_STARTS = 2   # partitionings of a graph whose ranks are units of work (effort)
 TABU_SLOTS = 256   # up to this many slots the tabu search (O(slots^2) memory and steps) is used
 
 
@@ -59,17 +58,13 @@ class Effort:
     refine_defaults: bool  # also descend from block / cyclic (the input order always)
 
 
-def effort(n: int, nslots: int, units: bool = False) -> Effort:
+def effort(n: int, nslots: int) -> Effort:
     """Small machines get the thorough search (quality races are won there); large ones a
     single partitioning and a descent, to keep mapping time near linear in the traffic.
-    units: the ranks are units of work, many per core (partition.units_of_work), of a graph
-    up to backends.STRONG_GRAPH_MAX_WORK: a graph partition, two partitionings (the standard
-    benchmark's tune graphs: the second seed's J 0-5 % lower on 5 of 7 rows tried, a third
-    0-0.6 % more; on bigger graphs one strong partitioning already takes SharedMap's time)."""
+    More partitionings are the user's call (--tries): on the standard benchmark a second seed
+    lowers J by 0-4 % at twice the time (docs/mapper.md)."""
     if nslots <= TABU_SLOTS:
         return Effort(16, 0, int(min(20000, max(2000, 3e7 / nslots ** 2))), True)
-    if units:
-        return Effort(UNITS_STARTS, 0, 0, False)
     if n < 1000:
         return Effort(2, 0, 0, False)    # mid-size machines: the seed's basin still matters
     return Effort(1, 0, 0, False)
@@ -101,8 +96,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         notes.append(f"the traffic graph is disconnected: {comps} group(s) of communicating ranks"
                      + (f", {isolated} rank(s) exchange nothing" if isolated else "") + "; each is mapped anyway")
     prob = Problem(graph, machine)
-    units = units_of_work(n, machine) and n + graph.W.nnz <= backends.STRONG_GRAPH_MAX_WORK
-    work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots, units)
+    work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots)
     cap = 1e9 if time_limit is None else time_limit
     deadline = time.monotonic() + cap
     timed_out = False
@@ -142,7 +136,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     elif tries is not None:
         nstarts = max(tries, work.starts)
     else:
-        nstarts = work.starts if units or work.starts == 1 else max(3, work.starts)
+        nstarts = work.starts if work.starts == 1 else max(3, work.starts)
     starts = [make(t) for t in range(nstarts)]
     if algorithm == "metis":
         from rankmap.mapper.partition import network_start

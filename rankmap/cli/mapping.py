@@ -53,8 +53,7 @@ def _network_speeds(source: str):
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed: the same seed gives the same mapping.")
 @click.option("--tries", type=click.IntRange(1, 100), metavar="N",
               help="At least N partitionings with different seeds, the best kept [default: by size: 16 on machines "
-                   "of up to 256 slots, 3 below 1,000 ranks, 2 for ranks that are units of work (16+ per core), "
-                   "else 1; scotch: 3].")
+                   "of up to 256 slots, 3 below 1,000 ranks, else 1; scotch: 3].")
 @click.option("--time-limit", type=POSITIVE, metavar="S",
               help="Safety cap on the search in seconds; when it bites, the result depends on the machine's speed.")
 @click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
