@@ -113,6 +113,7 @@ def _predictor(traffic: Traffic, machine, network):
             return predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
         return r["run_seconds"], r["run_comm_seconds"]
     run.estimates = "run"
+    run.epoch = lambda: sched.__dict__.get("_epoch", 0)   # changes when the replay changes (predict.run_estimate)
     return run
 
 

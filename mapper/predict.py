@@ -300,10 +300,12 @@ def run_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network) -> 
     how = schedule.__dict__.get("_sharing")
     run = None
     if how in (None, "fluid"):
-        try:
-            run = run_time_fluid(schedule, pair, net.core_speed, budget=FLUID_BUDGET if how is None else None)
+        try:   # the first mapping decides; a later one may cost more (more flows at once), up to 4 times
+            run = run_time_fluid(schedule, pair, net.core_speed, budget=FLUID_BUDGET * (1 if how is None else 4))
             how = "fluid"
         except TooCostly:
+            if how == "fluid":             # the mappings estimated before must be estimated again (epoch)
+                schedule.__dict__["_epoch"] = schedule.__dict__.get("_epoch", 0) + 1
             how = "in turn"
         schedule.__dict__["_sharing"] = how
     if how == "in turn":

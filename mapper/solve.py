@@ -220,14 +220,19 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
     of its communication). Mappings that put every rank on the same node are predicted once
     (predict sees nodes, not cores); ties go to the earlier candidate in pool's order
     (deterministic). Returns the pick and name -> predicted seconds (the run's, with a pair)."""
-    seen: dict = {}
-    predicted, comm = {}, {}
-    for name, s in pool.items():
-        key = machine.slot_node[np.asarray(s)].tobytes()
-        if key not in seen:
-            v = predictor(s)
-            seen[key] = (float(v[0]), float(v[1])) if isinstance(v, tuple) else (float(v), float(v))
-        predicted[name], comm[name] = seen[key]
+    epoch = getattr(predictor, "epoch", lambda: 0)
+    for _ in range(2):                 # again if the predictor changed its model midway (epoch)
+        e0 = epoch()
+        seen: dict = {}
+        predicted, comm = {}, {}
+        for name, s in pool.items():
+            key = machine.slot_node[np.asarray(s)].tobytes()
+            if key not in seen:
+                v = predictor(s)
+                seen[key] = (float(v[0]), float(v[1])) if isinstance(v, tuple) else (float(v), float(v))
+            predicted[name], comm[name] = seen[key]
+        if epoch() == e0:
+            break
     low = min(predicted, key=predicted.get)            # first of the lowest
     if predicted[low] < predicted[chosen] - PREDICT_MARGIN * comm[chosen]:
         return low, predicted

@@ -157,3 +157,21 @@ def test_bench_table_scores_the_run_estimate():
     table._derive(r2)
     assert "run_err" not in r2 and predicted.run_stats([r2])["rows"] == 0
     assert any("run time" in x for x in predicted.lines([r]))
+
+
+def test_choose_predicted_again_when_the_model_changes():
+    """A predictor that changes its model midway (epoch: predict's run estimate falling back to
+    the in-turn replay) has every candidate estimated again, with the new model."""
+    m = machine.build(["a", "b"], ["core:2"])
+    pool = {"mine": np.array([0, 2, 1, 3]), "block": np.array([0, 1, 2, 3])}
+    state = {"epoch": 0, "calls": 0}
+
+    def pred(slot):
+        state["calls"] += 1
+        if state["calls"] == 2:
+            state["epoch"] = 1           # the second estimate switched the model
+        new = state["epoch"] == 1
+        return (1.0, 0.5) if tuple(m.slot_node[slot]) == (0, 1, 0, 1) else ((0.9, 0.4) if new else (2.0, 0.5))
+    pred.epoch = lambda: state["epoch"]
+    pick, p = solve.choose_predicted(pool, "mine", m, pred)
+    assert state["calls"] == 4 and pick == "block" and p == {"mine": 1.0, "block": 0.9}
