@@ -158,7 +158,8 @@ def cmd_table(args) -> int:
 def cmd_predict(args) -> int:
     from real_apps import predicted
     machines, scales = _machines_scales(args)
-    n = predicted.refresh(args.work, C.select(C.SETS[_set(args)], args.only), machines, scales)
+    n = predicted.refresh(args.work, C.select(C.SETS[_set(args)], args.only), machines, scales,
+                          run=not getattr(args, "no_run", False))
     print(f"{n} placement(s): rankmap predict recomputed")
     return 0
 
@@ -220,6 +221,9 @@ def main(argv=None) -> int:
             r.add_argument("--remap", action="store_true",
                            help="Map rankmap-b/-c at these speeds again (after a change of the final choice or of "
                                 "predict); a placement whose hostfile changed is replayed again, the others not.")
+        if name == "predict":
+            r.add_argument("--no-run", action="store_true",
+                           help="Only the estimate of communication alone, not the run's time (faster).")
         if name in ("table", "all"):
             r.add_argument("--markdown", action="store_true", help="Markdown tables (docs/real-apps.md).")
             r.add_argument("--json", help="Write every row to this file.")

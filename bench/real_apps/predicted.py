@@ -19,9 +19,10 @@ from rankmap.slurm import platform as plat
 TUNE_MAX_RANKS = 32      # tune rows: cases of at most this many ranks; the others are held out
 
 
-def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
+def refresh(work: Path, cases: list, machines, scales, say=print, run: bool = True) -> int:
     """Rewrite predicted_comm_seconds / predicted_limit / predicted_bounds / predicted_latency
-    in every cached WORK/replay/<case>/<machine>/x<scale>.json. Returns the placements done."""
+    (and, with run, predicted_run_seconds: the run's time, compute included) in every cached
+    WORK/replay/<case>/<machine>/x<scale>.json. Returns the placements done."""
     done = 0
     for case in cases:
         trace = work / "traces" / case.name / "trace" / "replay.ti"
@@ -35,9 +36,13 @@ def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
                 if traffic is None:
                     traffic = read_traffic(trace, "smpi", "auto")
                     schedule = read_schedule(trace)
+                if schedule is not None:                    # run_estimate decides its replay per machine and speed
+                    schedule.__dict__.pop("_sharing", None)
                 p, _ = plat.load(work / "platforms" / f"{m}-x{s:g}")
                 full = mspec.build(plat.machine_spec(p))
                 net = p.network()
+                if not run:                                 # communication alone only (no run estimate: faster)
+                    net.core_speed = None
                 res = json.loads(f.read_text())
                 for name, v in res.items():
                     hf = d / f"x{s:g}" / f"hostfile-{name}"
@@ -50,7 +55,8 @@ def refresh(work: Path, cases: list, machines, scales, say=print) -> int:
                               "predicted_latency_from": pr["latency_from"]})
                     if "run_seconds" in pr:         # the run's time, compute included (the final choice's estimate)
                         v.update({"predicted_run_seconds": pr["run_seconds"],
-                                  "predicted_run_comm_seconds": pr["run_comm_seconds"]})
+                                  "predicted_run_comm_seconds": pr["run_comm_seconds"],
+                                  "predicted_run_sharing": pr["run_sharing"]})
                     done += 1
                 f.write_text(json.dumps(res, indent=1) + "\n")
         say(f"  {case.name}: predict recomputed", flush=True)
