@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankmap.mapper import baselines
+from rankmap.mapper import baselines, libmetis
 from rankmap.mapper.graph import Graph, from_traffic
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.partition import hierarchical
@@ -95,6 +95,9 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     if comps > 1 or isolated:
         notes.append(f"the traffic graph is disconnected: {comps} group(s) of communicating ranks"
                      + (f", {isolated} rank(s) exchange nothing" if isolated else "") + "; each is mapped anyway")
+    if algorithm == "metis" and graph.W.nnz > libmetis.BIG_NNZ and not libmetis.available():
+        notes.append("the system's 32-bit METIS (Debian: libmetis5) is not installed: METIS through pymetis "
+                     "takes about twice the memory on a graph this size")
     prob = Problem(graph, machine)
     work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots)
     cap = 1e9 if time_limit is None else time_limit

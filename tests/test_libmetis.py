@@ -63,3 +63,17 @@ def test_weights_that_do_not_fit_31_bits_are_refused():
     ip, col, w = grid(4)
     heavy = np.full(len(col), 2 ** 27, dtype=np.int64)
     assert libmetis.part_recursive(ip, col, heavy, [0.5, 0.5], 30, 0) is None
+
+
+def test_a_big_graph_without_the_library_says_so(monkeypatch):
+    """Without libmetis5 the mapping still runs (pymetis) and the report says what it costs."""
+    from rankmap.mapper import machine, solve
+    from rankmap.profiler.traffic import Traffic
+    ip, col, w = grid(8)
+    W = sp.csr_matrix((w, col, ip), shape=(512, 512))
+    monkeypatch.setattr(libmetis, "BIG_NNZ", 100)
+    monkeypatch.setattr(libmetis, "available", lambda: False)
+    res = solve.solve(Traffic(bytes=W, source="grid", format="synthetic"),
+                      machine.build([f"n{i}" for i in range(32)], ["pack:2 core:8"]), seed=0)
+    assert any("libmetis5" in note for note in res.notes)
+    assert sorted(res.slot_of_rank.tolist()) == sorted(set(res.slot_of_rank.tolist()))
