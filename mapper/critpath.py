@@ -306,6 +306,132 @@ def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float):
     return alpha
 
 
+class _Ranks:
+    """The MPI side of run_time's and run_time_fluid's replays: each rank's actions in
+    order, sends matched to receives by (source, destination, tag), requests waited on,
+    collectives once every rank has entered them. What a matched message costs and when a
+    rank runs are the replay's own, set as callbacks before the first step:
+    - earliest(): the time of the next other event (a rank whose clock passes it yields);
+    - requeue(r, when): run rank r again at `when`;
+    - message(i, j, size, t0, reqs, other): a message matched at t0; sets its requests'
+      end (req[3]) where it is known at once and wakes the `other` rank or the waiters;
+    - on_blocked(r, open_reqs): r waits for requests not complete yet;
+    - entered(last): every rank has entered a collective, the last at `last`."""
+
+    def __init__(self, sched: Schedule, info, inv: float):
+        P = self.P = sched.size
+        self.sched, self.info, self.inv = sched, info, inv
+        self.on_blocked = lambda r, reqs: None
+        self.t = [0.0] * P
+        self.pc = [0] * P
+        self.sends: dict = defaultdict(deque)
+        self.recvs: dict = defaultdict(deque)
+        self.pending: list = [[] for _ in range(P)]
+        self.colls: dict = {}
+        self.ncoll = [0] * P
+        self.waits: list = [None] * P
+        self.fin = [False] * P
+        self.left = P
+
+    def step(self, r: int) -> None:
+        """Run rank r until it waits, yields to an earlier event or finishes."""
+        t, acts, P = self.t, self.sched.ranks[r], self.P
+        while True:
+            b = self.waits[r]
+            if b is not None:
+                if b[0] == "reqs":
+                    open_ = [q for q in b[1] if q[3] is None]
+                    if open_:
+                        self.on_blocked(r, open_)
+                        return
+                    done = max([t[r]] + [q[3] for q in b[1]])
+                else:
+                    c = self.colls[b[1]]
+                    if len(c["t"]) < P:
+                        return
+                    if "out" not in c:
+                        size, fl, info = c["size"], c["flops"] * self.inv, self.info
+                        c["out"] = [x + fl for x in _collective(
+                            c["op"], c["root"], c["t"], P, lambda i, j: info(i, j)[0] + size * info(i, j)[1])]
+                    done = c["out"][r]
+                self.waits[r] = None
+                if done > t[r]:          # the rank resumes later: let the earlier events go first
+                    t[r] = done
+                    if self.earliest() < done:
+                        self.requeue(r, done)
+                        return
+            if self.pc[r] >= len(acts):
+                self.fin[r] = True
+                self.left -= 1
+                return
+            act = acts[self.pc[r]]
+            self.pc[r] += 1
+            op = act[0]
+            if op == "compute":
+                if self.inv:
+                    t[r] += act[1] * self.inv
+                    if self.earliest() < t[r]:
+                        self.requeue(r, t[r])
+                        return
+                continue
+            if op in ("send", "isend"):
+                _, dst, tag, size = act
+                if not 0 <= dst < P:
+                    continue
+                req = [r, dst, tag, None]
+                key = (r, dst, tag)
+                q = self.recvs.get(key)
+                if q:
+                    rpost, rreq = q.popleft()
+                    self.message(r, dst, size, max(t[r], rpost), (req, rreq), dst)
+                else:
+                    self.sends[key].append((t[r], size, req))
+                if size < DETACHED:
+                    pass                                 # detached: the sender's wait returns at once
+                elif op == "isend":
+                    self.pending[r].append(req)
+                else:
+                    self.waits[r] = ("reqs", [req])
+            elif op in ("recv", "irecv"):
+                _, src, tag, _size = act
+                if not 0 <= src < P:
+                    continue
+                req = [src, r, tag, None]
+                key = (src, r, tag)
+                q = self.sends.get(key)
+                if q:
+                    spost, size, sreq = q.popleft()
+                    self.message(src, r, size, max(t[r], spost), (req, sreq), src)
+                else:
+                    self.recvs[key].append((t[r], req))
+                if op == "irecv":
+                    self.pending[r].append(req)
+                else:
+                    self.waits[r] = ("reqs", [req])
+            elif op == "wait":
+                _, s_, d_, tag = act
+                for i, q in enumerate(self.pending[r]):
+                    if q[0] == s_ and q[1] == d_ and q[2] == tag:
+                        self.waits[r] = ("reqs", [self.pending[r].pop(i)])
+                        break
+            elif op == "waitall":
+                if self.pending[r]:
+                    self.waits[r] = ("reqs", self.pending[r])
+                    self.pending[r] = []
+            else:
+                seq = self.ncoll[r]
+                self.ncoll[r] += 1
+                c = self.colls.get(seq)
+                if c is None:
+                    c = self.colls[seq] = {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0,
+                                           "size": act[3] if len(act) > 3 else 0,
+                                           "flops": act[4] if len(act) > 4 else 0.0}
+                c["t"][r] = t[r]
+                self.waits[r] = ("coll", seq)
+                if len(c["t"]) == P:
+                    self.entered(max(c["t"].values()))
+
+
 def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True) -> float | None:
     """The run's time (seconds) by a replay of the whole trace, compute included: each rank's
     compute takes its flops / `speed` (None: compute free: communication alone), a message
@@ -345,128 +471,34 @@ def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True
                     end = e
         return end + lat
 
-    t = [0.0] * P
-    pc = [0] * P
-    sends: dict = defaultdict(deque)
-    recvs: dict = defaultdict(deque)
-    pending: list = [[] for _ in range(P)]
-    colls: dict = {}
-    ncoll = [0] * P
-    blocked: list = [None] * P
-    fin = [False] * P
-    left = P
+    R = _Ranks(sched, info, inv)
     heap = [(0.0, r) for r in range(P)]
     queued = [True] * P
 
     def wake(x):
-        if not queued[x] and not fin[x]:
+        if not queued[x] and not R.fin[x]:
             queued[x] = True
-            heapq.heappush(heap, (t[x], x))
+            heapq.heappush(heap, (R.t[x], x))
+
+    def requeue(r, when):
+        queued[r] = True
+        heapq.heappush(heap, (when, r))
+
+    def message(i, j, size, t0, reqs, other):
+        reqs[0][3] = reqs[1][3] = transfer(i, j, size, t0)
+        wake(other)
+
+    R.earliest = lambda: heap[0][0] if heap else float("inf")
+    R.requeue, R.message = requeue, message
+    R.entered = lambda last: [wake(x) for x in range(P)]
     while heap:
         _, r = heapq.heappop(heap)
         queued[r] = False
-        if fin[r]:
-            continue
-        acts = sched.ranks[r]
-        while True:
-            b = blocked[r]
-            if b is not None:
-                if b[0] == "reqs":
-                    if any(q[3] is None for q in b[1]):
-                        break
-                    done = max([t[r]] + [q[3] for q in b[1]])
-                else:
-                    c = colls[b[1]]
-                    if len(c["t"]) < P:
-                        break
-                    if "out" not in c:
-                        size, fl = c["size"], c["flops"] * inv
-                        c["out"] = [x + fl for x in _collective(
-                            c["op"], c["root"], c["t"], P, lambda i, j: info(i, j)[0] + size * info(i, j)[1])]
-                    done = c["out"][r]
-                blocked[r] = None
-                if done > t[r]:          # the rank resumes later: let the earlier ones go first
-                    t[r] = done
-                    if heap and heap[0][0] < done:
-                        queued[r] = True
-                        heapq.heappush(heap, (done, r))
-                        break
-            if pc[r] >= len(acts):
-                fin[r] = True
-                left -= 1
-                break
-            act = acts[pc[r]]
-            pc[r] += 1
-            op = act[0]
-            if op == "compute":
-                if inv:
-                    t[r] += act[1] * inv
-                    if heap and heap[0][0] < t[r]:
-                        queued[r] = True
-                        heapq.heappush(heap, (t[r], r))
-                        break
-                continue
-            if op in ("send", "isend"):
-                _, dst, tag, size = act
-                if not 0 <= dst < P:
-                    continue
-                req = [r, dst, tag, None]
-                key = (r, dst, tag)
-                q = recvs.get(key)
-                if q:
-                    rpost, rreq = q.popleft()
-                    req[3] = rreq[3] = transfer(r, dst, size, max(t[r], rpost))
-                    wake(dst)
-                else:
-                    sends[key].append((t[r], size, req))
-                if size < DETACHED:
-                    pass                                 # detached: the sender's wait returns at once
-                elif op == "isend":
-                    pending[r].append(req)
-                else:
-                    blocked[r] = ("reqs", [req])
-            elif op in ("recv", "irecv"):
-                _, src, tag, _size = act
-                if not 0 <= src < P:
-                    continue
-                req = [src, r, tag, None]
-                key = (src, r, tag)
-                q = sends.get(key)
-                if q:
-                    spost, size, sreq = q.popleft()
-                    req[3] = sreq[3] = transfer(src, r, size, max(t[r], spost))
-                    wake(src)
-                else:
-                    recvs[key].append((t[r], req))
-                if op == "irecv":
-                    pending[r].append(req)
-                else:
-                    blocked[r] = ("reqs", [req])
-            elif op == "wait":
-                _, s_, d_, tag = act
-                for i, q in enumerate(pending[r]):
-                    if q[0] == s_ and q[1] == d_ and q[2] == tag:
-                        blocked[r] = ("reqs", [pending[r].pop(i)])
-                        break
-            elif op == "waitall":
-                if pending[r]:
-                    blocked[r] = ("reqs", pending[r])
-                    pending[r] = []
-            else:
-                seq = ncoll[r]
-                ncoll[r] += 1
-                c = colls.get(seq)
-                if c is None:
-                    c = colls[seq] = {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0,
-                                      "size": act[3] if len(act) > 3 else 0, "flops": act[4] if len(act) > 4 else 0.0}
-                c["t"][r] = t[r]
-                blocked[r] = ("coll", seq)
-                if len(c["t"]) == P:
-                    for x in range(P):
-                        wake(x)
-    if left:
+        if not R.fin[r]:
+            R.step(r)
+    if R.left:
         return None
-    return max(t) if P else 0.0
+    return max(R.t) if P else 0.0
 
 
 class TooCostly(Exception):
@@ -562,16 +594,7 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         heapq.heappush(heap, (t0 + lat, next(seq), 1, (size, res, reqs, lat)))
         return None
 
-    t = [0.0] * P
-    pc = [0] * P
-    sends: dict = defaultdict(deque)
-    recvs: dict = defaultdict(deque)
-    pending: list = [[] for _ in range(P)]
-    colls: dict = {}
-    ncoll = [0] * P
-    blocked: list = [None] * P
-    fin = [False] * P
-    left = P
+    R = _Ranks(sched, info, inv)
     queued = [False] * P
     for r in range(P):
         heapq.heappush(heap, (0.0, next(seq), 0, r))
@@ -579,9 +602,26 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
     waiting: dict = defaultdict(list)  # id(request) -> ranks to wake when it completes
 
     def wake(x, when):
-        if not queued[x] and not fin[x]:
+        if not queued[x] and not R.fin[x]:
             queued[x] = True
-            heapq.heappush(heap, (max(when, t[x]), next(seq), 0, x))
+            heapq.heappush(heap, (max(when, R.t[x]), next(seq), 0, x))
+
+    def requeue(r, when):
+        queued[r] = True
+        heapq.heappush(heap, (when, next(seq), 0, r))
+
+    def message(i, j, size, t0, reqs, other):
+        d = start(i, j, size, t0, reqs)
+        for x in waiting.pop(id(reqs[1]), ()) if d is not None else ():
+            wake(x, d)
+
+    def blocked(r, open_reqs):
+        for q in open_reqs:
+            waiting[id(q)].append(r)
+
+    R.earliest = lambda: min(heap[0][0] if heap else float("inf"), nxt[0] if flows else float("inf"))
+    R.requeue, R.message, R.on_blocked = requeue, message, blocked
+    R.entered = lambda last: [wake(x, last) for x in range(P)]
     fid = count()
     while heap or flows:
         th = heap[0][0] if heap else float("inf")
@@ -610,111 +650,8 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
             continue
         r = payload
         queued[r] = False
-        if fin[r]:
-            continue
-        acts = sched.ranks[r]
-        while True:
-            b = blocked[r]
-            if b is not None:
-                if b[0] == "reqs":
-                    open_ = [q for q in b[1] if q[3] is None]
-                    if open_:
-                        for q in open_:
-                            waiting[id(q)].append(r)
-                        break
-                    done = max([t[r]] + [q[3] for q in b[1]])
-                else:
-                    c = colls[b[1]]
-                    if len(c["t"]) < P:
-                        break
-                    if "out" not in c:
-                        size, fl = c["size"], c["flops"] * inv
-                        c["out"] = [x + fl for x in _collective(
-                            c["op"], c["root"], c["t"], P, lambda i, j: info(i, j)[0] + size * info(i, j)[1])]
-                    done = c["out"][r]
-                blocked[r] = None
-                if done > t[r]:
-                    t[r] = done
-                    if (heap and heap[0][0] < done) or (flows and nxt[0] < done):
-                        queued[r] = True
-                        heapq.heappush(heap, (done, next(seq), 0, r))
-                        break
-            if pc[r] >= len(acts):
-                fin[r] = True
-                left -= 1
-                break
-            act = acts[pc[r]]
-            pc[r] += 1
-            op = act[0]
-            if op == "compute":
-                if inv:
-                    t[r] += act[1] * inv
-                    if (heap and heap[0][0] < t[r]) or (flows and nxt[0] < t[r]):
-                        queued[r] = True
-                        heapq.heappush(heap, (t[r], next(seq), 0, r))
-                        break
-                continue
-            if op in ("send", "isend"):
-                _, dst, tag, size = act
-                if not 0 <= dst < P:
-                    continue
-                req = [r, dst, tag, None]
-                key = (r, dst, tag)
-                q = recvs.get(key)
-                if q:
-                    rpost, rreq = q.popleft()
-                    d = start(r, dst, size, max(t[r], rpost), (req, rreq))
-                    for x in waiting.pop(id(rreq), ()) if d is not None else ():
-                        wake(x, d)
-                else:
-                    sends[key].append((t[r], size, req))
-                if size < DETACHED:
-                    pass                                 # detached: the sender's wait returns at once
-                elif op == "isend":
-                    pending[r].append(req)
-                else:
-                    blocked[r] = ("reqs", [req])
-            elif op in ("recv", "irecv"):
-                _, src, tag, _size = act
-                if not 0 <= src < P:
-                    continue
-                req = [src, r, tag, None]
-                key = (src, r, tag)
-                q = sends.get(key)
-                if q:
-                    spost, size, sreq = q.popleft()
-                    d = start(src, r, size, max(t[r], spost), (req, sreq))
-                    for x in waiting.pop(id(sreq), ()) if d is not None else ():
-                        wake(x, d)
-                else:
-                    recvs[key].append((t[r], req))
-                if op == "irecv":
-                    pending[r].append(req)
-                else:
-                    blocked[r] = ("reqs", [req])
-            elif op == "wait":
-                _, s_, d_, tag = act
-                for i, q in enumerate(pending[r]):
-                    if q[0] == s_ and q[1] == d_ and q[2] == tag:
-                        blocked[r] = ("reqs", [pending[r].pop(i)])
-                        break
-            elif op == "waitall":
-                if pending[r]:
-                    blocked[r] = ("reqs", pending[r])
-                    pending[r] = []
-            else:
-                sq = ncoll[r]
-                ncoll[r] += 1
-                c = colls.get(sq)
-                if c is None:
-                    c = colls[sq] = {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0,
-                                     "size": act[3] if len(act) > 3 else 0, "flops": act[4] if len(act) > 4 else 0.0}
-                c["t"][r] = t[r]
-                blocked[r] = ("coll", sq)
-                if len(c["t"]) == P:
-                    last = max(c["t"].values())
-                    for x in range(P):
-                        wake(x, last)
-    if left:
+        if not R.fin[r]:
+            R.step(r)
+    if R.left:
         return None
-    return max(t) if P else 0.0
+    return max(R.t) if P else 0.0
