@@ -80,13 +80,14 @@ class Torus:
         out = []
         for d, size in enumerate(self.dims):
             delta = b[:, d] - a[:, d]
-            if self.wrap[d]:
-                fwd = np.mod(delta, size)
-                s = np.where(fwd <= size - fwd, fwd, fwd - size)   # tie: positive way
-            else:
-                s = delta
-            out.append(s)
+            out.append(self._ring(delta, size) if self.wrap[d] else delta)
         return out
+
+    @staticmethod
+    def _ring(delta: np.ndarray, size: int) -> np.ndarray:
+        """Signed steps round a ring of `size` nodes: the shorter way; at a tie, up."""
+        fwd = np.mod(delta, size)
+        return np.where(fwd <= size - fwd, fwd, fwd - size)
 
     def hops(self, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
         """Links on the route between node indices na and nb."""

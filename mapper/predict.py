@@ -76,18 +76,11 @@ class SimGridTorus(Torus):
     side: up when its coordinate is above the source's, down when below (rankmap's Torus
     always goes up: 3 -> 1 on a ring of 4 passes 0 here, 2 there)."""
 
-    def _steps(self, a: np.ndarray, b: np.ndarray):
-        out = []
-        for d, size in enumerate(self.dims):
-            delta = b[:, d] - a[:, d]
-            if self.wrap[d]:
-                fwd = np.mod(delta, size)
-                back = size - fwd
-                s = np.where(fwd < back, fwd, np.where(fwd > back, fwd - size, np.where(delta > 0, fwd, fwd - size)))
-            else:
-                s = delta
-            out.append(s)
-        return out
+    @staticmethod
+    def _ring(delta: np.ndarray, size: int) -> np.ndarray:
+        fwd = np.mod(delta, size)
+        back = size - fwd
+        return np.where(fwd < back, fwd, np.where(fwd > back, fwd - size, np.where(delta > 0, fwd, fwd - size)))
 
 
 def _routed(net):
