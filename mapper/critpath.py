@@ -318,9 +318,18 @@ class _Ranks:
     - on_blocked(r, open_reqs): r waits for requests not complete yet;
     - entered(last): every rank has entered a collective, the last at `last`."""
 
-    def __init__(self, sched: Schedule, info, inv: float):
+    def __init__(self, sched: Schedule, pair, speed: float | None):
         P = self.P = sched.size
-        self.sched, self.info, self.inv = sched, info, inv
+        self.sched = sched
+        self.inv = 0.0 if not speed else 1.0 / speed
+        memo: dict = {}
+
+        def info(i, j):                  # pair(i, j), asked once per pair; nothing within a rank
+            v = memo.get((i, j))
+            if v is None:
+                v = memo[(i, j)] = pair(i, j) if i != j else (0.0, 0.0, ())
+            return v
+        self.info = info
         self.on_blocked = lambda r, reqs: None
         self.t = [0.0] * P
         self.pc = [0] * P
@@ -448,15 +457,8 @@ def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True
     reduction's flops. None when the replay gets stuck."""
     import heapq
     P = sched.size
-    memo: dict = {}
-
-    def info(i, j):
-        k = (i, j)
-        v = memo.get(k)
-        if v is None:
-            v = memo[k] = pair(i, j) if i != j else (0.0, 0.0, ())
-        return v
-    inv = 0.0 if not speed else 1.0 / speed
+    R = _Ranks(sched, pair, speed)
+    info = R.info
     free: dict = defaultdict(float)     # resource -> time its queue is empty
 
     def transfer(i, j, size, start):
@@ -471,7 +473,6 @@ def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True
                     end = e
         return end + lat
 
-    R = _Ranks(sched, info, inv)
     heap = [(0.0, r) for r in range(P)]
     queued = [True] * P
 
@@ -519,15 +520,8 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
     import heapq
     from itertools import count
     P = sched.size
-    memo: dict = {}
-
-    def info(i, j):
-        k = (i, j)
-        v = memo.get(k)
-        if v is None:
-            v = memo[k] = pair(i, j) if i != j else (0.0, 0.0, ())
-        return v
-    inv = 0.0 if not speed else 1.0 / speed
+    R = _Ranks(sched, pair, speed)
+    info = R.info
     seq = count()
     heap: list = []                    # (time, seq, kind, payload): 0 rank resumes, 1 flow starts moving bytes
     flows: dict = {}                   # id -> [bytes left, rate, ((resource, s per byte), ...), penalty, reqs]
@@ -594,7 +588,6 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         heapq.heappush(heap, (t0 + lat, next(seq), 1, (size, res, reqs, lat)))
         return None
 
-    R = _Ranks(sched, info, inv)
     queued = [False] * P
     for r in range(P):
         heapq.heappush(heap, (0.0, next(seq), 0, r))
