@@ -145,118 +145,32 @@ def schedule_of(traffic) -> Schedule | None:
 def critical_latency(sched: Schedule, alpha) -> float | None:
     """The replay's end time (seconds) when a message from rank i to rank j costs
     alpha(i, j) and nothing else does; None if the replay gets stuck (a trace this model does
-    not follow)."""
+    not follow). Nothing is shared, so the ranks may run in any order: each runs until it
+    waits, and runs again when what it waits for is done."""
     P = sched.size
-    memo: dict = {}
-
-    def cost(i, j):
-        k = (i, j)
-        if k not in memo:
-            memo[k] = 0.0 if i == j else float(alpha(i, j))
-        return memo[k]
-
-    t = [0.0] * P
-    pc = [0] * P
-    sends: dict = defaultdict(deque)   # (src, dst, tag) -> unmatched sends (post time, size, request)
-    recvs: dict = defaultdict(deque)   # (src, dst, tag) -> unmatched receives (post time, request)
-    pending: list = [[] for _ in range(P)]   # open requests per rank: [src, dst, tag, completion or None]
-    colls: dict = {}
-    ncoll = [0] * P
-    blocked: list = [None] * P         # ("reqs", [request, ...]) or ("coll", sequence number)
-    fin = [False] * P
-    left = P
+    R = _Ranks(sched, lambda i, j: (float(alpha(i, j)), 0.0, ()), None)
     ready, queued = deque(range(P)), [True] * P
 
     def wake(x):                       # a rank whose wait may be over: run it again
-        if not queued[x] and not fin[x]:
+        if not queued[x] and not R.fin[x]:
             queued[x] = True
             ready.append(x)
+
+    def message(i, j, size, t0, reqs, other):
+        reqs[0][3] = reqs[1][3] = t0 + R.info(i, j)[0]
+        wake(other)
+
+    R.earliest = lambda: float("inf")
+    R.message = message
+    R.entered = lambda last: [wake(x) for x in range(P)]
     while ready:
         r = ready.popleft()
         queued[r] = False
-        if fin[r]:
-            continue
-        acts = sched.ranks[r]
-        while True:
-            b = blocked[r]
-            if b is not None:
-                if b[0] == "reqs":
-                    if any(q[3] is None for q in b[1]):
-                        break
-                    t[r] = max([t[r]] + [q[3] for q in b[1]])
-                else:
-                    c = colls[b[1]]
-                    if len(c["t"]) < P:
-                        break
-                    if "out" not in c:
-                        c["out"] = _collective(c["op"], c["root"], c["t"], P, cost)
-                    t[r] = c["out"][r]
-                blocked[r] = None
-            if pc[r] >= len(acts):
-                fin[r] = True
-                left -= 1
-                break
-            act = acts[pc[r]]
-            pc[r] += 1
-            op = act[0]
-            if op == "compute":
-                continue                                 # compute is free here
-            if op in ("send", "isend"):
-                _, dst, tag, size = act
-                if not 0 <= dst < P:
-                    continue                             # MPI_PROC_NULL: no message
-                req = [r, dst, tag, None]
-                key = (r, dst, tag)
-                if recvs[key]:
-                    rpost, rreq = recvs[key].popleft()
-                    req[3] = rreq[3] = max(t[r], rpost) + cost(r, dst)
-                    wake(dst)
-                else:
-                    sends[key].append((t[r], req))
-                if size < DETACHED:
-                    pass                                 # detached: the sender's wait returns at once
-                elif op == "isend":
-                    pending[r].append(req)
-                else:
-                    blocked[r] = ("reqs", [req])
-            elif op in ("recv", "irecv"):
-                _, src, tag, _size = act
-                if not 0 <= src < P:
-                    continue                             # MPI_PROC_NULL (or ANY_SOURCE: not followed)
-                req = [src, r, tag, None]
-                key = (src, r, tag)
-                if sends[key]:
-                    spost, sreq = sends[key].popleft()
-                    req[3] = sreq[3] = max(t[r], spost) + cost(src, r)
-                    wake(src)
-                else:
-                    recvs[key].append((t[r], req))
-                if op == "irecv":
-                    pending[r].append(req)
-                else:
-                    blocked[r] = ("reqs", [req])
-            elif op == "wait":
-                _, s_, d_, tag = act
-                for i, q in enumerate(pending[r]):
-                    if q[0] == s_ and q[1] == d_ and q[2] == tag:
-                        blocked[r] = ("reqs", [pending[r].pop(i)])
-                        break
-            elif op == "waitall":
-                if pending[r]:
-                    blocked[r] = ("reqs", pending[r])
-                    pending[r] = []
-            else:
-                seq = ncoll[r]
-                ncoll[r] += 1
-                c = colls.setdefault(seq, {"t": {}, "op": act[1], "root": act[2] if 0 <= act[2] < P else 0})
-                c["t"][r] = t[r]
-                blocked[r] = ("coll", seq)
-                if len(c["t"]) == P:
-                    for x in range(P):
-                        wake(x)
-    if left:
+        if not R.fin[r]:
+            R.step(r)
+    if R.left:
         return None
-    return max(t) if P else 0.0
+    return max(R.t) if P else 0.0
 
 
 def _collective(op: str, root: int, entry: dict, P: int, cost) -> list[float]:
