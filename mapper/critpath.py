@@ -168,9 +168,7 @@ def critical_latency(sched: Schedule, alpha) -> float | None:
         queued[r] = False
         if not R.fin[r]:
             R.step(r)
-    if R.left:
-        return None
-    return max(R.t) if P else 0.0
+    return R.end()
 
 
 def _collective(op: str, root: int, entry: dict, P: int, cost) -> list[float]:
@@ -256,6 +254,26 @@ class _Ranks:
         self.fin = [False] * P
         self.left = P
 
+    def end(self) -> float | None:
+        """The replay's end: the last rank's clock, or None where some rank never finished."""
+        return None if self.left else (max(self.t) if self.P else 0.0)
+
+    def _post(self, r: int, sending: bool, src: int, dst: int, tag, size: int) -> list:
+        """Rank r's half of the message src -> dst (the send or the receive): matched with the
+        other half if that was posted first (the message then starts, with the sender's size),
+        else queued. Returns r's request [src, dst, tag, end or None]."""
+        req = [src, dst, tag, None]
+        key = (src, dst, tag)
+        mine, theirs = (self.sends, self.recvs) if sending else (self.recvs, self.sends)
+        q = theirs.get(key)
+        if q:
+            post, their_size, other = q.popleft()
+            self.message(src, dst, size if sending else their_size, max(self.t[r], post), (req, other),
+                         dst if sending else src)
+        else:
+            mine[key].append((self.t[r], size, req))
+        return req
+
     def step(self, r: int) -> None:
         """Run rank r until it waits, yields to an earlier event or finishes."""
         t, acts, P = self.t, self.sched.ranks[r], self.P
@@ -297,37 +315,15 @@ class _Ranks:
                         self.requeue(r, t[r])
                         return
                 continue
-            if op in ("send", "isend"):
-                _, dst, tag, size = act
-                if not 0 <= dst < P:
-                    continue
-                req = [r, dst, tag, None]
-                key = (r, dst, tag)
-                q = self.recvs.get(key)
-                if q:
-                    rpost, rreq = q.popleft()
-                    self.message(r, dst, size, max(t[r], rpost), (req, rreq), dst)
-                else:
-                    self.sends[key].append((t[r], size, req))
-                if size < DETACHED:
+            if op in ("send", "isend", "recv", "irecv"):
+                _, peer, tag, size = act
+                if not 0 <= peer < P:
+                    continue                             # MPI_PROC_NULL: no message
+                sending = op in ("send", "isend")
+                req = self._post(r, sending, r if sending else peer, peer if sending else r, tag, size)
+                if sending and size < DETACHED:
                     pass                                 # detached: the sender's wait returns at once
-                elif op == "isend":
-                    self.pending[r].append(req)
-                else:
-                    self.waits[r] = ("reqs", [req])
-            elif op in ("recv", "irecv"):
-                _, src, tag, _size = act
-                if not 0 <= src < P:
-                    continue
-                req = [src, r, tag, None]
-                key = (src, r, tag)
-                q = self.sends.get(key)
-                if q:
-                    spost, size, sreq = q.popleft()
-                    self.message(src, r, size, max(t[r], spost), (req, sreq), src)
-                else:
-                    self.recvs[key].append((t[r], req))
-                if op == "irecv":
+                elif op in ("isend", "irecv"):
                     self.pending[r].append(req)
                 else:
                     self.waits[r] = ("reqs", [req])
@@ -411,9 +407,7 @@ def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True
         queued[r] = False
         if not R.fin[r]:
             R.step(r)
-    if R.left:
-        return None
-    return max(R.t) if P else 0.0
+    return R.end()
 
 
 class TooCostly(Exception):
@@ -559,6 +553,4 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         queued[r] = False
         if not R.fin[r]:
             R.step(r)
-    if R.left:
-        return None
-    return max(R.t) if P else 0.0
+    return R.end()
