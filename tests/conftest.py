@@ -35,6 +35,20 @@ def require(condition: bool, why: str) -> None:
         pytest.skip(why)
 
 
+def ti_trace(tmp_path, lines: list[list[str]]) -> Path:
+    """An SMPI time-independent trace written by hand: lines[r] are rank r's actions (without
+    the rank prefix, init and finalize); returns the index file."""
+    d = tmp_path / "t.ti_files"
+    d.mkdir()
+    files = []
+    for r, ls in enumerate(lines):
+        f = d / f"1_rank-{r + 1}.txt"
+        f.write_text("".join(f"{r} {x}\n" for x in ["init"] + ls + ["finalize"]))
+        files.append(str(f))
+    (tmp_path / "t.ti").write_text("\n".join(files) + "\n")
+    return tmp_path / "t.ti"
+
+
 def smpi_burst(tmp_path, hosts: list, platform_dir, nbytes: int) -> float:
     """tests/apps/burst.c under SMPI on a `rankmap platform` directory, one rank per host:
     the first half of the ranks send nbytes each to the second half at once. Returns the

@@ -56,16 +56,21 @@ def test_plan_below_top_on_small_graphs_kahip_only():
     assert "kahip" in how and "vcycles" not in how
 
 
-def test_kahip_takes_the_planned_preset():
-    pytest.importorskip("kahip")
-    side = 12
+def _grid(side: int):
+    """A side x side 2-D grid: (n, CSR indptr, both directions' edges sorted by row)."""
     idx = np.arange(side * side).reshape(side, side)
     e = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
                         np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
     e = np.concatenate([e, e[:, ::-1]])
     e = e[np.lexsort((e[:, 1], e[:, 0]))]
     n = side * side
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(e[:, 0], minlength=n))])
+    return n, np.concatenate([[0], np.cumsum(np.bincount(e[:, 0], minlength=n))]), e
+
+
+def test_kahip_takes_the_planned_preset():
+    pytest.importorskip("kahip")
+    side = 12
+    n, indptr, e = _grid(side)
     caps = [n // 2 + 2] * 2
     B._PRESET[(n, len(e), tuple(caps))] = "strong"
     part = B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 0)
@@ -80,13 +85,7 @@ def test_kahip_fast_full_blocks_with_slack_deterministic():
     pytest.importorskip("kahip")
     from rankmap.mapper.partition import _Sub, repair
     side = 16
-    idx = np.arange(side * side).reshape(side, side)
-    e = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-                        np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
-    e = np.concatenate([e, e[:, ::-1]])
-    e = e[np.lexsort((e[:, 1], e[:, 0]))]
-    n = side * side
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(e[:, 0], minlength=n))])
+    n, indptr, e = _grid(side)
     caps = [16] * 16
     B._PRESET.clear()
     a = B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 3)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, ti_trace
 from rankmap.mapper import machine, solve, spec as mspec
 from rankmap.mapper.critpath import Schedule, TooCostly, critical_latency, read_schedule, run_time, run_time_fluid
 from rankmap.mapper.mapping import _predictor
@@ -74,18 +74,6 @@ def test_stuck_replay_gives_none():
     assert run_time(s, flat(1.0, 0.0), 1.0) is None
 
 
-def _trace(tmp_path, lines: list[list[str]]):
-    d = tmp_path / "t.ti_files"
-    d.mkdir()
-    files = []
-    for r, ls in enumerate(lines):
-        f = d / f"1_rank-{r + 1}.txt"
-        f.write_text("".join(f"{r} {x}\n" for x in ["init"] + ls + ["finalize"]))
-        files.append(str(f))
-    (tmp_path / "t.ti").write_text("\n".join(files) + "\n")
-    return tmp_path / "t.ti"
-
-
 # Rank 0 computes 0.1 s and sends 1 kB to rank 1; rank 2 sends 10 MB to rank 1 at once (hidden
 # behind rank 0's compute). Keeping 1 and 2 on one node saves the most bytes (the cost, and
 # predict's communication alone, prefer it), but the run waits for rank 0's message: the
@@ -97,14 +85,14 @@ NET = Network(link_bw=1e9, link_lat=1e-3, loop_bw=10e9, loop_lat=1e-7, nic_bw=No
 
 
 def test_read_schedule_keeps_compute_and_collective_sizes(tmp_path):
-    idx = _trace(tmp_path, [["compute 1500.5", "allreduce 4 100 1", "bcast 2 0 0", "reduce 3 7 0 0"]])
+    idx = ti_trace(tmp_path, [["compute 1500.5", "allreduce 4 100 1", "bcast 2 0 0", "reduce 3 7 0 0"]])
     s = read_schedule(idx)
     assert s.ranks[0] == [("compute", 1500.5), ("coll", "allreduce", 0, 16, 100.0), ("coll", "bcast", 0, 16, 0.0),
                           ("coll", "reduce", 0, 24, 7.0)]
 
 
 def test_off_path_bytes_do_not_decide(tmp_path):
-    idx = _trace(tmp_path, HIDDEN)
+    idx = ti_trace(tmp_path, HIDDEN)
     t = read_traffic(idx, "smpi", "auto")
     m = machine.build(["a", "b"], ["core:2"])
     s = read_schedule(idx)
@@ -174,7 +162,7 @@ def test_run_time_against_simgrid(tmp_path):
     m = mspec.build(plat.machine_spec(p))
 
     def both(name, lines, hosts):
-        idx = _trace(tmp_path / name, lines)
+        idx = ti_trace(tmp_path / name, lines)
         hf = smpi.write_hostfile(hosts, tmp_path / name / "hf")
         sim = smpi.replay(idx, p, pdir, hf, len(lines)).seconds
         est = run_estimate(read_schedule(idx), m, writers.read_mapping(hf, m, len(lines)), p.network())

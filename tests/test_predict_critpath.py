@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import run_cli
+from conftest import run_cli, ti_trace
 from rankmap.mapper import spec as mspec
 from rankmap.mapper.critpath import Schedule, critical_latency, read_schedule
 from rankmap.mapper.predict import Network, predict
@@ -59,23 +59,11 @@ def test_stuck_replay_gives_none():
     assert critical_latency(s, const(1.0)) is None
 
 
-def _trace(tmp_path, lines: list[list[str]]):
-    d = tmp_path / "t.ti_files"
-    d.mkdir()
-    files = []
-    for r, ls in enumerate(lines):
-        f = d / f"1_rank-{r + 1}.txt"
-        f.write_text("".join(f"{r} {x}\n" for x in ["init"] + ls + ["finalize"]))
-        files.append(str(f))
-    (tmp_path / "t.ti").write_text("\n".join(files) + "\n")
-    return tmp_path / "t.ti"
-
-
 def test_read_schedule_and_predict(tmp_path):
     # a ring of 4 ranks, 20 rounds, each rank posting its receive then its send and waiting
     ring = [[x for _ in range(20) for x in (f"irecv {(r - 1) % 4} 0 1000 2", f"isend {(r + 1) % 4} 0 1000 2",
                                              "waitall 2", "compute 1000")] for r in range(4)]
-    idx = _trace(tmp_path, ring)
+    idx = ti_trace(tmp_path, ring)
     sched = read_schedule(idx)
     assert sched.size == 4 and sched.ranks[0][:2] == [("irecv", 3, 0, 1000), ("isend", 1, 0, 1000)]
     spec = {"hosts": ["a", "b"], "node_topology": ["pack:1 core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}}
@@ -90,13 +78,13 @@ def test_read_schedule_and_predict(tmp_path):
     # every round waits for the slowest of its messages, one link: 20 x 1 us
     assert r["latency"] == pytest.approx(20e-6) and r["bandwidth"] == plain["bandwidth"]
     (tmp_path / "bad").mkdir()
-    assert read_schedule(_trace(tmp_path / "bad", [["frobnicate 1 2 3"]])) is None
+    assert read_schedule(ti_trace(tmp_path / "bad", [["frobnicate 1 2 3"]])) is None
 
 
 def test_predict_cli_reads_the_trace_order(tmp_path):
     ring = [[x for _ in range(20) for x in (f"irecv {(r - 1) % 4} 0 1000 2", f"isend {(r + 1) % 4} 0 1000 2",
                                              "waitall 2")] for r in range(4)]
-    idx = _trace(tmp_path, ring)
+    idx = ti_trace(tmp_path, ring)
     (tmp_path / "hf").write_text("a\nb\na\nb\n")
     res = run_cli("predict", idx, tmp_path / "hf", "--nodes", "a,b", "--node-topology", "pack:1 core:2",
                   "--link-bw", "1", "--link-lat", "1", "--loopback-bw", "10", "--loopback-lat", "0.1", "--json")
