@@ -146,6 +146,9 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         net = network_start(graph, machine, seed)
         if net is not None:
             starts.append(("network", net, seed))
+        if fill == "packed":                 # a process grid's nested bricks (stencil codes)
+            from rankmap.mapper.cartesian import brick_starts
+            starts += [("grid", b, seed) for b in brick_starts(graph.W, machine, root, prob.cost)]
     if search:
         # the default orders refined are candidates too: structured codes often start close to them
         starts += [(f"{k}+refine", v.copy(), seed) for k, v in defaults.items()

@@ -1,0 +1,156 @@
+"""Cartesian process grids: most stencil codes number their ranks row-major over a process
+grid (MPI_Dims_create, MPI_Cart_create). Multilevel partitioners cut such a grid into k
+equal parts only approximately: a 36 x 36 grid into 9 parts, METIS and KaHIP (fast to
+strong) cut 154-163 edges where nine 12 x 12 squares cut 144. When the traffic is a grid,
+nested bricks of it, one per subtree of the machine, are starts for the local search
+(solve.py): `detect` finds the grid, `brick_starts` the bricks."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankmap.mapper.machine import Machine, TreeNode
+
+NEAR_SHARE = 0.95      # share of the bytes a grid must carry between neighbours (27-point, periodic)
+STRIDE_SHARE = 0.02    # rank offsets carrying at least this share of the bytes are candidate strides
+DIM_SHARE = 0.01       # every dimension of the grid carries at least this share (else it is not one)
+MAX_STRIDES = 8
+MAX_DIMS = 3
+MAX_RANKS = 100000     # above, a start's refinement costs seconds (the 10^5 targets)
+BEAM = 8               # nested-brick plans kept per level, the least boundary first
+
+
+def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
+    """The dims (row-major, the last fastest) of the process grid the traffic W is
+    exchanged on, or None: at least NEAR_SHARE of the bytes between ranks that are
+    neighbours on it (every coordinate within 1, periodic), every dimension used, the
+    fewest dimensions that explain the traffic."""
+    n = W.shape[0]
+    U = sp.triu(W, k=1, format="coo")
+    if n < 4 or U.nnz == 0:
+        return None
+    r, c, w = U.row.astype(np.int64), U.col.astype(np.int64), U.data.astype(np.float64)
+    total = w.sum()
+    if total <= 0:
+        return None
+    off, inv = np.unique(c - r, return_inverse=True)
+    share = np.bincount(inv, weights=w) / total
+    heavy = off[share >= STRIDE_SHARE]
+    strides = sorted(int(s) for s in heavy[np.argsort(-share[share >= STRIDE_SHARE], kind="stable")][:MAX_STRIDES]
+                     if 1 < s < n and n % s == 0)
+    cands = [(n // s, s) for s in strides]
+    if max_dims >= 3:
+        cands += [(n // b, b // a, a) for a, b in itertools.combinations(strides, 2) if b % a == 0 and b // a >= 2
+                  and n // b >= 2]
+    best = None
+    for dims in cands:
+        s = _near_share(r, c, w, dims)
+        if s is None or s / total < NEAR_SHARE:
+            continue
+        s /= total
+        key = (round(s, 9), -len(dims))
+        if best is None or key > best[0]:
+            best = (key, tuple(int(d) for d in dims))
+    return None if best is None else best[1]
+
+
+def _near_share(r, c, w, dims) -> float | None:
+    """Bytes between grid neighbours; None when some dimension carries almost nothing."""
+    a, b = np.unravel_index(r, dims), np.unravel_index(c, dims)
+    near = np.ones(len(r), dtype=bool)
+    moves = []
+    for d, D in enumerate(dims):
+        diff = np.abs(a[d] - b[d])
+        diff = np.minimum(diff, D - diff)
+        near &= diff <= 1
+        moves.append(diff > 0)
+    tot = w[near].sum()
+    if any(w[near & m].sum() < DIM_SHARE * w.sum() for m in moves):
+        return None
+    return float(tot)
+
+
+def _arrangements(shape: tuple, k: int) -> list:
+    """Grids g of k bricks tiling a box of this shape (g_i divides shape_i)."""
+    divs = [[d for d in range(1, s + 1) if s % d == 0] for s in shape]
+    return [g for g in itertools.product(*divs) if math.prod(g) == k]
+
+
+def _boundary(shape: tuple, count: int) -> float:
+    """Faces of `count` bricks of this shape (the grid edges they cut, up to the outer ones)."""
+    vol = math.prod(shape)
+    return count * sum(vol / s for s in shape)
+
+
+def _interchangeable(node: TreeNode, machine: Machine) -> bool:
+    """partition.hierarchical's leaf rule: slots all alike, kept in order."""
+    return not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots)
+
+
+def _levels(root: TreeNode, machine: Machine) -> list | None:
+    """The number of children at each depth along the tree, while every node of a depth has
+    that many children of one capacity (else None: bricks need equal parts)."""
+    ks, level = [], [root]
+    while not all(_interchangeable(t, machine) for t in level):
+        if any(_interchangeable(t, machine) for t in level):
+            return None
+        k = len(level[0].children)
+        caps = {c.capacity for t in level for c in t.children}
+        if any(len(t.children) != k for t in level) or len(caps) != 1:
+            return None
+        ks.append(k)
+        level = [c for t in level for c in t.children]
+    return ks
+
+
+def _plans(dims: tuple, ks: list) -> list:
+    """Up to BEAM sequences of arrangements (one per depth), the least total boundary first."""
+    beam = [(0.0, (), tuple(dims), 1)]       # (boundary so far, plan, brick shape, bricks)
+    for k in ks:
+        nxt = []
+        for bnd, plan, shape, count in beam:
+            for g in _arrangements(shape, k):
+                child = tuple(s // x for s, x in zip(shape, g))
+                nxt.append((bnd + _boundary(child, count * k), plan + (g,), child, count * k))
+        nxt.sort(key=lambda t: (t[0], t[1]))
+        beam = nxt[:BEAM]
+    return [p for _, p, _, _ in beam]
+
+
+def _mapping(root: TreeNode, dims: tuple, plan: tuple, n: int) -> np.ndarray:
+    slot = np.full(n, -1, dtype=np.int64)
+    grid = np.arange(n).reshape(dims)
+    stack = [(root, (0,) * len(dims), tuple(dims), 0)]
+    while stack:
+        node, lo, shape, depth = stack.pop()
+        if depth == len(plan):
+            box = grid[tuple(slice(a, a + s) for a, s in zip(lo, shape))].ravel()
+            slot[box] = node.slots[: len(box)]
+            continue
+        g = plan[depth]
+        child = tuple(s // x for s, x in zip(shape, g))
+        for j, kid in enumerate(node.children):
+            idx = np.unravel_index(j, g)
+            stack.append((kid, tuple(a + i * s for a, i, s in zip(lo, idx, child)), child, depth + 1))
+    return slot
+
+
+def brick_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: int = 1) -> list:
+    """The `count` cheapest (by `cost`, a function of slot_of_rank) nested-brick mappings of
+    the traffic's process grid onto the machine tree, or [] where the traffic is not a grid,
+    the grid does not fill the tree exactly, or the tree's parts are unequal."""
+    n = W.shape[0]
+    if n > MAX_RANKS or n != root.capacity:
+        return []
+    dims = detect(W)
+    if dims is None:
+        return []
+    ks = _levels(root, machine)
+    if ks is None:
+        return []
+    maps = [_mapping(root, dims, plan, n) for plan in _plans(dims, ks)]
+    maps = [m for m in maps if (m >= 0).all()]
+    return sorted(maps, key=cost)[:count]
