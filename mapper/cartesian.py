@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankmap.mapper.machine import Machine, TreeNode
+from rankmap.mapper.partition import live_children
 
 NEAR_SHARE = 0.95      # share of the bytes a grid must carry between neighbours (27-point, periodic)
 STRIDE_SHARE = 0.02    # rank offsets carrying at least this share of the bytes are candidate strides
@@ -138,12 +139,29 @@ def _mapping(root: TreeNode, dims: tuple, plan: tuple, n: int) -> np.ndarray:
     return slot
 
 
+def _filled(root: TreeNode, n: int) -> TreeNode | None:
+    """The subtree the packed fill gives n ranks (partition.live_children: the first
+    children that hold them), when they fill it exactly; else None."""
+    node = root
+    while node.capacity > n and node.children:
+        live = live_children(n, [c.capacity for c in node.children], "packed")
+        kids = [node.children[i] for i in live]
+        if len(kids) == 1:
+            node = kids[0]
+        elif sum(k.capacity for k in kids) == n:
+            node = TreeNode(np.concatenate([k.slots for k in kids]), kids, node.label)
+        else:
+            return None
+    return node if node.capacity == n else None
+
+
 def brick_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: int = 1) -> list:
     """The `count` cheapest (by `cost`, a function of slot_of_rank) nested-brick mappings of
     the traffic's process grid onto the machine tree, or [] where the traffic is not a grid,
-    the grid does not fill the tree exactly, or the tree's parts are unequal."""
+    the grid does not fill whole parts of the tree (the packed fill's), or they are unequal."""
     n = W.shape[0]
-    if n > MAX_RANKS or n != root.capacity:
+    root = _filled(root, n) if n <= MAX_RANKS else None
+    if root is None:
         return []
     dims = detect(W)
     if dims is None:

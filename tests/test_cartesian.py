@@ -97,3 +97,12 @@ def test_no_bricks_where_the_grid_does_not_fill_the_machine_or_nodes_differ():
     W = grid((7, 4))
     prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), hetero)
     assert cartesian.brick_starts(W, hetero, hetero.tree(), prob.cost) == []
+
+
+def test_bricks_on_the_nodes_the_packed_fill_uses():
+    m = dragonfly()                                              # 9 groups of 144 slots
+    W = grid((24, 24))                                           # 576 ranks: the first 4 groups
+    prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), m)
+    (s,) = cartesian.brick_starts(W, m, m.tree(), prob.cost)
+    assert len(set(s.tolist())) == 576
+    assert set(m.network.groups[m.slot_node[s], 0].tolist()) == {0, 1, 2, 3}
