@@ -81,6 +81,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from rankmap.mapper import bottomup as _bottomup  # noqa: E402
 from rankmap.mapper.graph import Graph as _Graph  # noqa: E402
 from rankmap.mapper.machine import Machine  # noqa: E402
 from rankmap.mapper.network import SwitchTree, Torus  # noqa: E402
@@ -808,122 +809,23 @@ def _scotch(W, machine, seed, imbalance):
 
 # --- TreeMatch (bottom-up grouping)
 
-def tm_arity_steps(a: int) -> list:
-    """TreeMatch's optimize_arity: a level of arity a becomes levels of 3, then of 2 (top
-    down), the rest of a (not divisible by 2 or 3) at the bottom. Returned bottom up."""
-    top = []
-    while a % 3 == 0 and a > 3:
-        top.append(3)
-        a //= 3
-    while a % 2 == 0 and a > 2:
-        top.append(2)
-        a //= 2
-    top.append(a)
-    return [x for x in reversed(top) if x > 1]
-
-
-def _aggregate(A: sp.csr_matrix, group: np.ndarray, m: int) -> sp.csr_matrix:
-    c = A.tocoo()
-    B = sp.csr_matrix((c.data, (group[c.row], group[c.col])), shape=(m, m))
-    B.setdiag(0)
-    B.eliminate_zeros()
-    return B
+# The grouping itself is the mapper's bottom-up start (rankmap.mapper.bottomup, one copy);
+# the competitor differs in its hierarchy (hierarchy() above) and in matching pairs exactly
+# up to TreeMatch's own bound (TM_EXHAUSTIVE), not the mapper's cheaper one.
+tm_arity_steps = _bottomup.arity_steps
 
 
 def group_units(A: sp.csr_matrix, p: int, rng) -> tuple:
-    """Groups of exactly p units (m divisible by p) by heaviest affinity: rounds of locally
-    dominant merges of clusters (mutual heaviest neighbours whose sizes fit p), then the
-    incomplete clusters fill the remaining groups in cluster order.
-    Returns (group of each unit, index of the unit within its group)."""
-    m = A.shape[0]
-    if p == 2 and m * (m - 1) // 2 <= TM_EXHAUSTIVE:
-        return _pairs_exact(A, rng)
-    cl = np.arange(m)
-    size = np.ones(m, dtype=np.int64)
-    C = A.tocsr()
-    noise = rng.random(m)
-    for _ in range(64):
-        nc = C.shape[0]
-        c = C.tocoo()
-        ok = (size[c.row] + size[c.col] <= p) & (c.row != c.col)
-        r, q, w = c.row[ok], c.col[ok], c.data[ok]
-        if not len(r):
-            break
-        # ties broken by a symmetric per-pair perturbation (seeded)
-        w = w * (1.0 + 1e-9 * (noise[np.minimum(r, q) % m] + noise[np.maximum(r, q) % m]))
-        o = np.lexsort((-w, r))
-        r, q = r[o], q[o]
-        first = np.ones(len(r), bool)
-        first[1:] = r[1:] != r[:-1]
-        best = np.full(nc, -1, dtype=np.int64)
-        best[r[first]] = q[first]
-        a = np.flatnonzero(best >= 0)
-        mutual = a[(best[best[a]] == a) & (a < best[a])]
-        if not len(mutual):
-            break
-        new = np.arange(nc)
-        new[best[mutual]] = mutual
-        uniq, new = np.unique(new, return_inverse=True)
-        size = np.bincount(new, weights=size).astype(np.int64)
-        cl = new[cl]
-        C = _aggregate(C, new, len(uniq))
-    # complete clusters are groups; the rest fill groups in cluster order
-    full = size[cl] == p
-    key = np.where(full, 0, 1)
-    order = np.lexsort((np.arange(m), cl, key))
-    group = np.empty(m, dtype=np.int64)
-    group[order] = np.arange(m) // p
-    within = np.empty(m, dtype=np.int64)
-    within[order] = np.arange(m) % p
-    return group, within
-
-
-def _pairs_exact(A: sp.csr_matrix, rng) -> tuple:
-    """TreeMatch's exhaustive grouping for small problems (C(m,2) <= 30000 candidate groups):
-    for pairs that is a maximum-weight perfect matching (networkx, exact)."""
-    import networkx as nx
-    m = A.shape[0]
-    c = sp.triu(A, k=1).tocoo()
-    G = nx.Graph()
-    G.add_nodes_from(range(m))
-    G.add_weighted_edges_from(zip(c.row.tolist(), c.col.tolist(), c.data.tolist()))
-    pairs = nx.max_weight_matching(G, maxcardinality=False)
-    group = np.full(m, -1, dtype=np.int64)
-    within = np.zeros(m, dtype=np.int64)
-    g = 0
-    for a, b in sorted(tuple(sorted(x)) for x in pairs):
-        group[a], group[b], within[b] = g, g, 1
-        g += 1
-    rest = np.flatnonzero(group < 0)
-    group[rest] = g + np.arange(len(rest)) // 2
-    within[rest] = np.arange(len(rest)) % 2
-    return group, within
+    """Groups of exactly p units by heaviest affinity (bottomup.group_units), pairs matched
+    exactly up to TreeMatch's bound."""
+    return _bottomup.group_units(A, p, rng, TM_EXHAUSTIVE)
 
 
 def treematch_positions(W: sp.csr_matrix, arities: list, nleaves: int, seed: int) -> np.ndarray:
-    """Leaf position (mixed radix over `arities`, top most significant) of every vertex."""
-    n = W.shape[0]
-    rng = np.random.default_rng(seed)
-    m = nleaves
-    A = sp.csr_matrix((W.data, W.indices, W.indptr), shape=(n, n))
-    if m > n:    # dummy vertices, no traffic
-        A = sp.csr_matrix((A.data, A.indices, np.concatenate([A.indptr, np.full(m - n, A.indptr[-1])])), shape=(m, m))
-    unit = np.arange(m)                       # current unit of each leaf vertex
-    offset = np.zeros(m, dtype=np.int64)      # leaf offset inside its unit
-    usize = 1
-    steps = []
-    for a in reversed(arities[1:]):
-        steps += tm_arity_steps(a)
-    for p in steps:
-        nu = A.shape[0]
-        grp, within = group_units(A, p, rng)
-        offset = within[unit] * usize + offset
-        unit = grp[unit]
-        usize *= p
-        A = _aggregate(A, grp, nu // p)
-    # top level: units in order
-    pos = unit * usize + offset
-    return pos[:n]
+    """Leaf position (mixed radix over `arities`, top most significant) of every vertex: the
+    levels below the top grouped bottom up, the top level's units in order."""
+    steps = [p for a in reversed(arities[1:]) for p in tm_arity_steps(a)]
+    return _bottomup.positions(sp.csr_matrix(W), steps, nleaves, seed, TM_EXHAUSTIVE)[:W.shape[0]]
 
 
 def _treematch(W, machine, seed):

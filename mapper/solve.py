@@ -149,12 +149,22 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)
             from rankmap.mapper.cartesian import brick_starts
             starts += [("grid", b, seed) for b in brick_starts(graph.W, machine, root, prob.cost)]
+        # only for the final choice by the network model: without it, on the 37 tune instances
+        # of 1k ranks the bottom-up start never changed the mapping and cost 32 % more CPU
+        # (docs/real-apps.md, "Starts of other kinds")
+        raw = other_starts(graph, machine, seed, root) if predictor is not None and not quick else {}
+        starts += [(k, v.copy(), seed) for k, v in raw.items()]
     if search:
         # the default orders refined are candidates too: structured codes often start close to them
         starts += [(f"{k}+refine", v.copy(), seed) for k, v in defaults.items()
                    if work.refine_defaults or k == "input"]
     candidates = {}
     kept = {}                   # candidate -> its mapping (only with a predictor)
+    if predictor is not None and algorithm == "metis" and not quick:
+        # the other starts unrefined too: the cost's descent may leave the node assignment
+        # the run's estimate prefers (their mappings were the best competitors' on real codes)
+        for k, v in raw.items():
+            candidates[k], kept[k] = prob.cost(v), v
     best = None
     for name, s, sd in starts:
         if search:
@@ -215,6 +225,21 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     return Result(slot_of_rank=slot, cost=cost, algorithm=algorithm, chosen=chosen, fell_back=fell_back,
                   candidates=candidates, defaults=default_costs, seconds=time.monotonic() - t0, notes=notes,
                   predicted=predicted)
+
+
+def other_starts(graph: Graph, machine: Machine, seed: int, root) -> dict:
+    """Starts of other kinds than the partitioner's top-down splits, name -> mapping: a
+    TreeMatch-style bottom-up grouping (mapper/bottomup.py) and Mt-KaHyPar's Steiner-tree
+    process mapping onto the cores or nodes (mapper/steiner.py; only where its target graph
+    fits, up to 64 cores or nodes). Both are the mappings of the published mappers that beat
+    rankmap's own on real codes at a weak network (docs/real-apps.md)."""
+    from rankmap.mapper.bottomup import bottomup
+    from rankmap.mapper.steiner import steiner_map
+    out = {"bottomup": bottomup(graph, machine, seed, root)}
+    st = steiner_map(graph, machine, seed)
+    if st is not None:
+        out["steiner"] = st
+    return out
 
 
 def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tuple[str, dict]:
