@@ -3,7 +3,9 @@ grid (MPI_Dims_create, MPI_Cart_create). Multilevel partitioners cut such a grid
 equal parts only approximately: a 36 x 36 grid into 9 parts, METIS and KaHIP (fast to
 strong) cut 154-163 edges where nine 12 x 12 squares cut 144. When the traffic is a grid,
 nested bricks of it, one per subtree of the machine, are starts for the local search
-(solve.py): `detect` finds the grid, `brick_starts` the bricks."""
+(solve.py), or, where no bricks tile the machine's parts (1,000 ranks on 32-core nodes,
+unequal nodes), a recursive coordinate bisection of the grid down the machine tree:
+`detect` finds the grid, `grid_starts` the mappings."""
 from __future__ import annotations
 
 import itertools
@@ -13,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankmap.mapper.machine import Machine, TreeNode
-from rankmap.mapper.partition import live_children
+from rankmap.mapper.partition import in_order, live_children
 
 NEAR_SHARE = 0.95      # share of the bytes a grid must carry between neighbours (27-point, periodic)
 STRIDE_SHARE = 0.02    # rank offsets carrying at least this share of the bytes are candidate strides
@@ -155,20 +157,55 @@ def _filled(root: TreeNode, n: int) -> TreeNode | None:
     return node if node.capacity == n else None
 
 
-def brick_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: int = 1) -> list:
-    """The `count` cheapest (by `cost`, a function of slot_of_rank) nested-brick mappings of
-    the traffic's process grid onto the machine tree, or [] where the traffic is not a grid,
-    the grid does not fill whole parts of the tree (the packed fill's), or they are unequal."""
+def rcb(dims: tuple, machine: Machine, root: TreeNode) -> np.ndarray:
+    """slot_of_rank by recursive coordinate bisection of the grid down the machine tree: at
+    each subtree the live children (the packed fill's, partition.live_children) take shares
+    of the ranks in proportion to their capacities, the children are halved in order and the
+    ranks cut across the longest side of their bounding box (a staircase where the share
+    is not a whole slab); interchangeable slots take their ranks in row-major order."""
+    n = math.prod(dims)
+    coords = np.array(np.unravel_index(np.arange(n), dims)).T
+    d = len(dims)
+    slot = np.full(n, -1, dtype=np.int64)
+    stack = [(root, np.arange(n))]
+    while stack:
+        node, pts = stack.pop()
+        if _interchangeable(node, machine):
+            slot[pts] = node.slots[: len(pts)]
+            continue
+        caps = [c.capacity for c in node.children]
+        live = live_children(len(pts), caps, "packed")
+        groups = [([node.children[i] for i in live],
+                   np.bincount(in_order(len(pts), [caps[i] for i in live]), minlength=len(live)), pts)]
+        while groups:
+            kids, sizes, p = groups.pop()
+            if len(kids) == 1:
+                stack.append((kids[0], np.sort(p)))
+                continue
+            h = len(kids) // 2
+            c = coords[p]
+            ax = int(np.argmax(np.ptp(c, axis=0)))
+            order = np.lexsort(tuple(c[:, j] for j in reversed(range(d)) if j != ax) + (c[:, ax],))
+            p, cut = p[order], int(sizes[:h].sum())
+            groups += [(kids[:h], sizes[:h], p[:cut]), (kids[h:], sizes[h:], p[cut:])]
+    return slot
+
+
+def grid_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: int = 1) -> list:
+    """Starts for a traffic that is a process grid ([] where it is not one): the `count`
+    cheapest (by `cost`, a function of slot_of_rank) nested-brick mappings where the ranks
+    fill whole, equal parts of the tree (the packed fill's), else the grid's recursive
+    coordinate bisection."""
     n = W.shape[0]
-    root = _filled(root, n) if n <= MAX_RANKS else None
-    if root is None:
+    if n > MAX_RANKS:
         return []
     dims = detect(W)
     if dims is None:
         return []
-    ks = _levels(root, machine)
+    top = _filled(root, n)
+    ks = None if top is None else _levels(top, machine)
     if ks is None:
-        return []
-    maps = [_mapping(root, dims, plan, n) for plan in _plans(dims, ks)]
+        return [rcb(dims, machine, root)]
+    maps = [_mapping(top, dims, plan, n) for plan in _plans(dims, ks)]
     maps = [m for m in maps if (m >= 0).all()]
-    return sorted(maps, key=cost)[:count]
+    return sorted(maps, key=cost)[:count] or [rcb(dims, machine, root)]

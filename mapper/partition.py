@@ -236,7 +236,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             sub = _Sub(csr, rk, pos)
             tl = [caps[i] for i in live]
             if sub.nnz == 0 or len(rk) <= len(live):
-                part = _in_order(len(rk), tl)                       # nothing to gain: keep the order
+                part = in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
                 part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
@@ -294,7 +294,7 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
     return slot
 
 
-def _in_order(n: int, caps: list[int]) -> np.ndarray:
+def in_order(n: int, caps: list[int]) -> np.ndarray:
     """n ranks in order over parts of the given capacities, spread in proportion to them."""
     share = np.array(caps, dtype=float) * n / sum(caps)
     sizes = np.floor(share).astype(int)

@@ -147,8 +147,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         if net is not None:
             starts.append(("network", net, seed))
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)
-            from rankmap.mapper.cartesian import brick_starts
-            starts += [("grid", b, seed) for b in brick_starts(graph.W, machine, root, prob.cost)]
+            from rankmap.mapper.cartesian import grid_starts
+            starts += [("grid", b, seed) for b in grid_starts(graph.W, machine, root, prob.cost)]
         # only for the final choice by the network model: without it, on the 37 tune instances
         # of 1k ranks the bottom-up start never changed the mapping and cost 32 % more CPU
         # (docs/real-apps.md, "Starts of other kinds")

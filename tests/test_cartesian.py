@@ -64,7 +64,7 @@ def test_bricks_fill_the_tree_and_beat_the_partitioning_on_a_grid_over_9_groups(
     W = grid((36, 36))
     t = Traffic(bytes=W, source="grid", format="synthetic")
     prob = Problem(from_traffic(t), m)
-    starts = cartesian.brick_starts(W, m, m.tree(), prob.cost, count=2)
+    starts = cartesian.grid_starts(W, m, m.tree(), prob.cost, count=2)
     assert len(starts) == 2
     for s in starts:
         assert sorted(s.tolist()) == list(range(m.nslots))       # one rank per slot
@@ -78,31 +78,46 @@ def test_bricks_fill_the_tree_and_beat_the_partitioning_on_a_grid_over_9_groups(
     assert with_grid.chosen.startswith("grid")
     assert with_grid.cost <= prob.cost(starts[0]) * (1 + 1e-12)
     # the same search without the bricks: the partitioner's squares are not square (measured 10 % dearer)
-    orig = cartesian.brick_starts
+    orig = cartesian.grid_starts
     try:
-        cartesian.brick_starts = lambda *a, **k: []
+        cartesian.grid_starts = lambda *a, **k: []
         without = solve.solve(t, m, seed=0)
     finally:
-        cartesian.brick_starts = orig
+        cartesian.grid_starts = orig
     assert with_grid.cost < 0.95 * without.cost
     assert np.array_equal(with_grid.slot_of_rank, solve.solve(t, m, seed=0).slot_of_rank)   # deterministic
 
 
-def test_no_bricks_where_the_grid_does_not_fill_the_machine_or_nodes_differ():
+def valid(s, m, n):
+    return len(s) == n and (s >= 0).all() and len(set(s.tolist())) == n and s.max() < m.nslots
+
+
+def test_bisection_where_no_bricks_tile():
     m = dragonfly()
     W = grid((36, 35))                                           # 1260 ranks on 1296 slots
     prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), m)
-    assert cartesian.brick_starts(W, m, m.tree(), prob.cost) == []
+    (s,) = cartesian.grid_starts(W, m, m.tree(), prob.cost)
+    assert valid(s, m, 1260)
+    # each group's ranks are one compact piece of the grid: its bounding box holds little else
+    x, y = np.unravel_index(np.arange(1260), (36, 35))
+    group = m.network.groups[m.slot_node[s], 0]
+    for g in np.unique(group):
+        xs, ys = x[group == g], y[group == g]
+        assert (np.ptp(xs) + 1) * (np.ptp(ys) + 1) <= 1.3 * len(xs)
     hetero = mach.build([f"n{i}" for i in range(4)], ["n[0-1]=pack:2 core:4", "n[2-3]=pack:1 core:6"])
-    W = grid((7, 4))
+    W = grid((7, 4))                                             # nodes of 8 and 6 slots: no equal bricks
     prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), hetero)
-    assert cartesian.brick_starts(W, hetero, hetero.tree(), prob.cost) == []
+    (s,) = cartesian.grid_starts(W, hetero, hetero.tree(), prob.cost)
+    assert valid(s, hetero, 28)
+    assert prob.cost(s) < prob.cost(np.arange(28))
+    assert cartesian.grid_starts(sp.random(50, 50, density=0.1, random_state=2, format="csr"),
+                                 hetero, hetero.tree(), prob.cost) == []
 
 
 def test_bricks_on_the_nodes_the_packed_fill_uses():
     m = dragonfly()                                              # 9 groups of 144 slots
     W = grid((24, 24))                                           # 576 ranks: the first 4 groups
     prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), m)
-    (s,) = cartesian.brick_starts(W, m, m.tree(), prob.cost)
+    (s,) = cartesian.grid_starts(W, m, m.tree(), prob.cost)
     assert len(set(s.tolist())) == 576
     assert set(m.network.groups[m.slot_node[s], 0].tolist()) == {0, 1, 2, 3}
