@@ -191,21 +191,17 @@ def rcb(dims: tuple, machine: Machine, root: TreeNode) -> np.ndarray:
     return slot
 
 
-def grid_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: int = 1) -> list:
-    """Starts for a traffic that is a process grid ([] where it is not one): the `count`
-    cheapest (by `cost`, a function of slot_of_rank) nested-brick mappings where the ranks
-    fill whole, equal parts of the tree (the packed fill's), else the grid's recursive
-    coordinate bisection."""
+def grid_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: int = 1) -> tuple:
+    """(dims, starts) for a traffic that is a process grid ((None, []) where it is not one):
+    the `count` cheapest (by `cost`, a function of slot_of_rank) nested-brick mappings where
+    the ranks fill whole, equal parts of the tree (the packed fill's), else the grid's
+    recursive coordinate bisection."""
     n = W.shape[0]
-    if n > MAX_RANKS:
-        return []
-    dims = detect(W)
+    dims = detect(W) if n <= MAX_RANKS else None
     if dims is None:
-        return []
+        return None, []
     top = _filled(root, n)
     ks = None if top is None else _levels(top, machine)
-    if ks is None:
-        return [rcb(dims, machine, root)]
-    maps = [_mapping(top, dims, plan, n) for plan in _plans(dims, ks)]
-    maps = [m for m in maps if (m >= 0).all()]
-    return sorted(maps, key=cost)[:count] or [rcb(dims, machine, root)]
+    maps = [] if ks is None else [_mapping(top, dims, plan, n) for plan in _plans(dims, ks)]
+    maps = sorted((m for m in maps if (m >= 0).all()), key=cost)[:count]
+    return dims, maps or [rcb(dims, machine, root)]

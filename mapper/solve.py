@@ -148,7 +148,11 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             starts.append(("network", net, seed))
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)
             from rankmap.mapper.cartesian import grid_starts
-            starts += [("grid", b, seed) for b in grid_starts(graph.W, machine, root, prob.cost)]
+            dims, grids = grid_starts(graph.W, machine, root, prob.cost)
+            starts += [("grid", b, seed) for b in grids]
+            if dims:
+                notes.append(f"the traffic is a {' x '.join(map(str, dims))} process grid (ranks in row-major "
+                             "order): its bricks on the machine were one of the starts")
         # only for the final choice by the network model: without it, on the 37 tune instances
         # of 1k ranks the bottom-up start never changed the mapping and cost 32 % more CPU
         # (docs/real-apps.md, "Starts of other kinds")

@@ -64,7 +64,8 @@ def test_bricks_fill_the_tree_and_beat_the_partitioning_on_a_grid_over_9_groups(
     W = grid((36, 36))
     t = Traffic(bytes=W, source="grid", format="synthetic")
     prob = Problem(from_traffic(t), m)
-    starts = cartesian.grid_starts(W, m, m.tree(), prob.cost, count=2)
+    dims, starts = cartesian.grid_starts(W, m, m.tree(), prob.cost, count=2)
+    assert dims == (36, 36)
     assert len(starts) == 2
     for s in starts:
         assert sorted(s.tolist()) == list(range(m.nslots))       # one rank per slot
@@ -76,11 +77,12 @@ def test_bricks_fill_the_tree_and_beat_the_partitioning_on_a_grid_over_9_groups(
         assert np.ptp(xs) == 11 and np.ptp(ys) == 11
     with_grid = solve.solve(t, m, seed=0)
     assert with_grid.chosen.startswith("grid")
+    assert any("36 x 36 process grid" in note for note in with_grid.notes)
     assert with_grid.cost <= prob.cost(starts[0]) * (1 + 1e-12)
     # the same search without the bricks: the partitioner's squares are not square (measured 10 % dearer)
     orig = cartesian.grid_starts
     try:
-        cartesian.grid_starts = lambda *a, **k: []
+        cartesian.grid_starts = lambda *a, **k: (None, [])
         without = solve.solve(t, m, seed=0)
     finally:
         cartesian.grid_starts = orig
@@ -96,7 +98,7 @@ def test_bisection_where_no_bricks_tile():
     m = dragonfly()
     W = grid((36, 35))                                           # 1260 ranks on 1296 slots
     prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), m)
-    (s,) = cartesian.grid_starts(W, m, m.tree(), prob.cost)
+    _, (s,) = cartesian.grid_starts(W, m, m.tree(), prob.cost)
     assert valid(s, m, 1260)
     # each group's ranks are one compact piece of the grid: its bounding box holds little else
     x, y = np.unravel_index(np.arange(1260), (36, 35))
@@ -107,17 +109,17 @@ def test_bisection_where_no_bricks_tile():
     hetero = mach.build([f"n{i}" for i in range(4)], ["n[0-1]=pack:2 core:4", "n[2-3]=pack:1 core:6"])
     W = grid((7, 4))                                             # nodes of 8 and 6 slots: no equal bricks
     prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), hetero)
-    (s,) = cartesian.grid_starts(W, hetero, hetero.tree(), prob.cost)
+    _, (s,) = cartesian.grid_starts(W, hetero, hetero.tree(), prob.cost)
     assert valid(s, hetero, 28)
     assert prob.cost(s) < prob.cost(np.arange(28))
     assert cartesian.grid_starts(sp.random(50, 50, density=0.1, random_state=2, format="csr"),
-                                 hetero, hetero.tree(), prob.cost) == []
+                                 hetero, hetero.tree(), prob.cost) == (None, [])
 
 
 def test_bricks_on_the_nodes_the_packed_fill_uses():
     m = dragonfly()                                              # 9 groups of 144 slots
     W = grid((24, 24))                                           # 576 ranks: the first 4 groups
     prob = Problem(from_traffic(Traffic(bytes=W, source="g", format="synthetic")), m)
-    (s,) = cartesian.grid_starts(W, m, m.tree(), prob.cost)
+    _, (s,) = cartesian.grid_starts(W, m, m.tree(), prob.cost)
     assert len(set(s.tolist())) == 576
     assert set(m.network.groups[m.slot_node[s], 0].tolist()) == {0, 1, 2, 3}
