@@ -22,7 +22,7 @@ STRIDE_SHARE = 0.02    # rank offsets carrying at least this share of the bytes 
 DIM_SHARE = 0.01       # every dimension of the grid carries at least this share (else it is not one)
 MAX_STRIDES = 8
 MAX_DIMS = 3
-MAX_RANKS = 100000     # above, a start's refinement costs seconds (the 10^5 targets)
+MAX_RANKS = 2_000_000   # detection reads every edge: 10^7 ranks would add seconds and GBs
 BEAM = 8               # nested-brick plans kept per level, the least boundary first
 
 
@@ -30,7 +30,8 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     """The dims (row-major, the last fastest) of the process grid the traffic W is
     exchanged on, or None: at least NEAR_SHARE of the bytes between ranks that are
     neighbours on it (every coordinate within 1, periodic), every dimension used, the
-    fewest dimensions that explain the traffic."""
+    fewest dimensions that explain the traffic. The product of the dims is n, or more when
+    the last row or plane of the grid is only partly filled."""
     n = W.shape[0]
     U = sp.triu(W, k=1, format="coo")
     if n < 4 or U.nnz == 0:
@@ -43,11 +44,12 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     share = np.bincount(inv, weights=w) / total
     heavy = off[share >= STRIDE_SHARE]
     strides = sorted(int(s) for s in heavy[np.argsort(-share[share >= STRIDE_SHARE], kind="stable")][:MAX_STRIDES]
-                     if 1 < s < n and n % s == 0)
-    cands = [(n // s, s) for s in strides]
+                     if 1 < s < n)
+    # the slowest dimension may be cut short (the last row or plane partly filled)
+    cands = [(-(-n // s), s) for s in strides]
     if max_dims >= 3:
-        cands += [(n // b, b // a, a) for a, b in itertools.combinations(strides, 2) if b % a == 0 and b // a >= 2
-                  and n // b >= 2]
+        cands += [(-(-n // b), b // a, a) for a, b in itertools.combinations(strides, 2) if b % a == 0 and b // a >= 2
+                  and n > b]
     best = None
     for dims in cands:
         s = _near_share(r, c, w, dims)
@@ -157,13 +159,13 @@ def _filled(root: TreeNode, n: int) -> TreeNode | None:
     return node if node.capacity == n else None
 
 
-def rcb(dims: tuple, machine: Machine, root: TreeNode) -> np.ndarray:
+def rcb(dims: tuple, n: int, machine: Machine, root: TreeNode) -> np.ndarray:
     """slot_of_rank by recursive coordinate bisection of the grid down the machine tree: at
     each subtree the live children (the packed fill's, partition.live_children) take shares
     of the ranks in proportion to their capacities, the children are halved in order and the
     ranks cut across the longest side of their bounding box (a staircase where the share
-    is not a whole slab); interchangeable slots take their ranks in row-major order."""
-    n = math.prod(dims)
+    is not a whole slab); interchangeable slots take their ranks in row-major order. n:
+    the ranks, the first n points of the grid in row-major order."""
     coords = np.array(np.unravel_index(np.arange(n), dims)).T
     d = len(dims)
     slot = np.full(n, -1, dtype=np.int64)
@@ -200,8 +202,8 @@ def grid_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: i
     dims = detect(W) if n <= MAX_RANKS else None
     if dims is None:
         return None, []
-    top = _filled(root, n)
+    top = _filled(root, n) if math.prod(dims) == n else None
     ks = None if top is None else _levels(top, machine)
     maps = [] if ks is None else [_mapping(top, dims, plan, n) for plan in _plans(dims, ks)]
     maps = sorted((m for m in maps if (m >= 0).all()), key=cost)[:count]
-    return dims, maps or [rcb(dims, machine, root)]
+    return dims, maps or [rcb(dims, n, machine, root)]
