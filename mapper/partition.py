@@ -90,14 +90,16 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
-          verdict: dict | None = None, units: bool = False) -> np.ndarray:
+          verdict: dict | None = None, units: bool = False, scratch: bool = True) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
-    return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units)[0][1]
+    return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units,
+                            scratch=scratch)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
-                     only_part: bool = False, verdict: dict | None = None, units: bool = False) -> list:
+                     only_part: bool = False, verdict: dict | None = None, units: bool = False,
+                     scratch: bool = True) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -106,9 +108,10 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     (a graph whose top split finds none is left to METIS below too: the subsets of a random
     graph induce sparser random graphs, which pass the test, and KaHIP and Mt-KaHyPar then
     took seconds per split for nothing: 20k random ranks 6.5 s, 3x 50k's). units: the
-    graph's vertices are units of work, many per core (units_of_work)."""
+    graph's vertices are units of work, many per core (units_of_work). scratch: False leaves
+    out Mt-KaHyPar from scratch (its V-cycles stay)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
-    how = backends.plan(sub.n, sub.nnz, caps, graph_work, units)
+    how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units) if scratch or h != "mtkahypar"]
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
     if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
         part = repair(sub, cands[0], caps)
@@ -268,7 +271,10 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
     n = graph.n
     sub = _Sub(_int64_csr(graph.W), np.arange(n), np.full(n, -1, dtype=np.int64))
     caps = [len(p) for p in per]
-    part = split(sub, caps, seed, n + graph.W.nnz, units=units_of_work(n, machine))
+    # nodes of unequal size: no Mt-KaHyPar from scratch, 0.3-0.7 s of a 1k-rank mapping into 48
+    # nodes for the same final costs (tune families on such nodes behind switches: geometric
+    # mean 1.0000, 2 of 30 within 0.1 %); the parts rarely fit other nodes than their own
+    part = split(sub, caps, seed, n + graph.W.nnz, units=units_of_work(n, machine), scratch=len(set(caps)) == 1)
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
     Q.setdiag(0)
     Q.eliminate_zeros()

@@ -97,6 +97,27 @@ def test_kahip_fast_full_blocks_with_slack_deterministic():
     assert sub.cut(rep) <= 2 * 120         # 16 x 16 grid into 16 blocks: 4 x 4 squares cut 96 edges (counted both ways)
 
 
+def test_unequal_split_from_scratch_only_when_asked(monkeypatch):
+    # unequal capacities: Mt-KaHyPar from scratch (no V-cycles of its own: the portfolio's
+    # improve() gives every candidate theirs) unless the caller says scratch=False (the
+    # network start's split); deterministic either way, capacities held
+    if not B.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    from rankmap.mapper.partition import _Sub, split_candidates
+    n, indptr, e = _grid(24)
+    sub = _Sub((indptr, e[:, 1].copy(), np.ones(len(e))), np.arange(n), np.full(n, -1, dtype=np.int64))
+    caps = [96, 96, 192, 192]
+    calls = []
+    scratch = B.MtKaHyPar.partition
+    monkeypatch.setattr(B.MtKaHyPar, "partition", lambda self: calls.append(1) or scratch(self))
+    for flag, ncalls in ((True, 2), (False, 2)):
+        a = split_candidates(sub, caps, 5, scratch=flag)
+        b = split_candidates(sub, caps, 5, scratch=flag)
+        assert len(calls) == ncalls
+        assert [c for c, _ in a] == [c for c, _ in b] and np.array_equal(a[0][1], b[0][1])
+        assert (np.bincount(a[0][1], minlength=4) <= caps).all()
+
+
 def test_generated_graphs_deterministic_and_gz_reader(tmp_path):
     sys.path.insert(0, str(BENCH / "data" / "graphs"))
     sys.path.insert(0, str(BENCH))
