@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankmap.mapper.machine import Machine, TreeNode
-from rankmap.mapper.partition import in_order, live_children
+from rankmap.mapper.partition import in_order, live_children, settled
 
 NEAR_SHARE = 0.95      # share of the bytes a grid must carry between neighbours (27-point, periodic)
 STRIDE_SHARE = 0.02    # rank offsets carrying at least this share of the bytes are candidate strides
@@ -23,7 +23,7 @@ DIM_SHARE = 0.01       # every dimension of the grid carries at least this share
 MAX_STRIDES = 8
 SAMPLE = 100000        # entries read to find the strides
 MAX_DIMS = 3
-MAX_RANKS = 2_000_000   # detection reads every edge: 10^7 ranks would add seconds and GBs
+MAX_RANKS = 2_000_000  # a grid is checked on every edge: 10^7 ranks would add seconds and GBs
 BEAM = 8               # nested-brick plans kept per level, the least boundary first
 
 
@@ -101,17 +101,12 @@ def _boundary(shape: tuple, count: int) -> float:
     return count * sum(vol / s for s in shape)
 
 
-def _interchangeable(node: TreeNode, machine: Machine) -> bool:
-    """partition.hierarchical's leaf rule: slots all alike, kept in order."""
-    return not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots)
-
-
 def _levels(root: TreeNode, machine: Machine) -> list | None:
     """The number of children at each depth along the tree, while every node of a depth has
     that many children of one capacity (else None: bricks need equal parts)."""
     ks, level = [], [root]
-    while not all(_interchangeable(t, machine) for t in level):
-        if any(_interchangeable(t, machine) for t in level):
+    while not all(settled(t, machine) for t in level):
+        if any(settled(t, machine) for t in level):
             return None
         k = len(level[0].children)
         caps = {c.capacity for t in level for c in t.children}
@@ -183,7 +178,7 @@ def rcb(dims: tuple, n: int, machine: Machine, root: TreeNode) -> np.ndarray:
     stack = [(root, np.arange(n))]
     while stack:
         node, pts = stack.pop()
-        if _interchangeable(node, machine):
+        if settled(node, machine):
             slot[pts] = node.slots[: len(pts)]
             continue
         caps = [c.capacity for c in node.children]

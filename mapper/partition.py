@@ -198,6 +198,12 @@ def repair(sub: _Sub, part: np.ndarray, caps: list[int]) -> np.ndarray:
     return part
 
 
+def settled(node: TreeNode, machine: Machine) -> bool:
+    """A subtree whose slots are all alike (a leaf, or leaves of equal cost): its ranks take
+    them in order, nothing is split below it."""
+    return not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots)
+
+
 def units_of_work(n: int, machine: Machine) -> bool:
     """Whether n ranks on this machine are units of work, many per core (--oversubscribe
     for a graph partition, as in the field's standard benchmark): backends.plan then affords
@@ -227,7 +233,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     while level:
         nxt = []
         for rk, node in level:
-            if not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots):
+            if settled(node, machine):
                 slot[rk] = node.slots[: len(rk)]   # equivalent slots: keep the order
                 where[rk] = slot[rk]
                 continue
