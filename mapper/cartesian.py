@@ -173,28 +173,31 @@ def rcb(dims: tuple, n: int, machine: Machine, root: TreeNode) -> np.ndarray:
     is not a whole slab); interchangeable slots take their ranks in row-major order. n:
     the ranks, the first n points of the grid in row-major order."""
     coords = np.array(np.unravel_index(np.arange(n), dims)).T
-    d = len(dims)
     slot = np.full(n, -1, dtype=np.int64)
     stack = [(root, np.arange(n))]
     while stack:
         node, pts = stack.pop()
         if settled(node, machine):
-            slot[pts] = node.slots[: len(pts)]
+            slot[np.sort(pts)] = node.slots[: len(pts)]
             continue
         caps = [c.capacity for c in node.children]
         live = live_children(len(pts), caps, "packed")
-        groups = [([node.children[i] for i in live],
-                   np.bincount(in_order(len(pts), [caps[i] for i in live]), minlength=len(live)), pts)]
+        tl = [caps[i] for i in live]
+        sizes = np.array(tl) if sum(tl) == len(pts) else np.bincount(in_order(len(pts), tl), minlength=len(live))
+        groups = [([node.children[i] for i in live], sizes, pts)]
         while groups:
             kids, sizes, p = groups.pop()
             if len(kids) == 1:
-                stack.append((kids[0], np.sort(p)))
+                stack.append((kids[0], p))
                 continue
             h = len(kids) // 2
             c = coords[p]
-            ax = int(np.argmax(np.ptp(c, axis=0)))
-            order = np.lexsort(tuple(c[:, j] for j in reversed(range(d)) if j != ax) + (c[:, ax],))
-            p, cut = p[order], int(sizes[:h].sum())
+            ax = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
+            # across axis ax, ties in row-major order of the other coordinates: the rank
+            # itself orders them (row-major), so one integer key and a partition, not a sort
+            cut = int(sizes[:h].sum())
+            if 0 < cut < len(p):
+                p = p[np.argpartition(c[:, ax] * n + p, cut - 1)]
             groups += [(kids[:h], sizes[:h], p[:cut]), (kids[h:], sizes[h:], p[cut:])]
     return slot
 
