@@ -21,7 +21,8 @@ NEAR_SHARE = 0.95      # share of the bytes a grid must carry between neighbours
 STRIDE_SHARE = 0.02    # rank offsets carrying at least this share of the bytes are candidate strides
 DIM_SHARE = 0.01       # every dimension of the grid carries at least this share (else it is not one)
 MAX_STRIDES = 8
-SAMPLE = 100000        # entries read to find the strides
+SAMPLE = 100000        # entries read to find the strides and rank the candidate grids
+SAMPLE_SLACK = 0.02    # a candidate that misses NEAR_SHARE on the sample by this much is dropped
 MAX_DIMS = 3
 MAX_RANKS = 2_000_000  # a grid is checked on every edge: 10^7 ranks would add seconds and GBs
 BEAM = 8               # nested-brick plans kept per level, the least boundary first
@@ -41,36 +42,37 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     # graph has no heavy offset and ends here, 0.1 s and no copy of the graph at 10^6 ranks)
     pick = np.arange(0, W.nnz, max(1, W.nnz // SAMPLE))
     rows = np.searchsorted(W.indptr, pick, side="right") - 1
-    off = W.indices[pick].astype(np.int64) - rows
-    up = off > 0
-    off, ws = off[up], W.data[pick][up].astype(np.float64)
-    if not len(off) or ws.sum() <= 0:
+    cols = W.indices[pick].astype(np.int64)
+    up = cols > rows
+    rs, cs, ws = rows[up], cols[up], W.data[pick][up].astype(np.float64)
+    if not len(rs) or ws.sum() <= 0:
         return None
-    off, inv = np.unique(off, return_inverse=True)
+    off, inv = np.unique(cs - rs, return_inverse=True)
     share = np.bincount(inv, weights=ws) / ws.sum()
     heavy = off[share >= STRIDE_SHARE]
     strides = sorted(int(s) for s in heavy[np.argsort(-share[share >= STRIDE_SHARE], kind="stable")][:MAX_STRIDES]
                      if 1 < s < n)
-    if not strides:
-        return None
-    U = sp.triu(W, k=1, format="coo")
-    r, c, w = U.row.astype(np.int64), U.col.astype(np.int64), U.data.astype(np.float64)
-    total = w.sum()
     # the slowest dimension may be cut short (the last row or plane partly filled)
     cands = [(-(-n // s), s) for s in strides]
     if max_dims >= 3:
         cands += [(-(-n // b), b // a, a) for a, b in itertools.combinations(strides, 2) if b % a == 0 and b // a >= 2
                   and n > b]
-    best = None
+    # ranked on the sample, the first that holds on every entry wins
+    ranked = []
     for dims in cands:
-        s = _near_share(r, c, w, dims)
-        if s is None or s / total < NEAR_SHARE:
-            continue
-        s /= total
-        key = (round(s, 9), -len(dims))
-        if best is None or key > best[0]:
-            best = (key, tuple(int(d) for d in dims))
-    return None if best is None else best[1]
+        sh = _near_share(rs, cs, ws, dims)
+        if sh is not None and sh / ws.sum() >= NEAR_SHARE - SAMPLE_SLACK:
+            ranked.append(((round(sh / ws.sum(), 9), -len(dims)), tuple(int(d) for d in dims)))
+    if not ranked:
+        return None
+    ranked.sort(reverse=True)
+    U = sp.triu(W, k=1, format="coo")
+    r, c, w = U.row.astype(np.int64), U.col.astype(np.int64), U.data.astype(np.float64)
+    for _, dims in ranked:
+        sh = _near_share(r, c, w, dims)
+        if sh is not None and sh >= NEAR_SHARE * w.sum():
+            return dims
+    return None
 
 
 def _near_share(r, c, w, dims) -> float | None:
