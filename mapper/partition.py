@@ -90,16 +90,16 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
-          verdict: dict | None = None, units: bool = False, scratch: bool = True) -> np.ndarray:
+          verdict: dict | None = None, units: bool = False, keep: tuple | None = None) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
     return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units,
-                            scratch=scratch)[0][1]
+                            keep=keep)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
                      only_part: bool = False, verdict: dict | None = None, units: bool = False,
-                     scratch: bool = True) -> list:
+                     keep: tuple | None = None) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -108,10 +108,10 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     (a graph whose top split finds none is left to METIS below too: the subsets of a random
     graph induce sparser random graphs, which pass the test, and KaHIP and Mt-KaHyPar then
     took seconds per split for nothing: 20k random ranks 6.5 s, 3x 50k's). units: the
-    graph's vertices are units of work, many per core (units_of_work). scratch: False leaves
-    out Mt-KaHyPar from scratch (its V-cycles stay)."""
+    graph's vertices are units of work, many per core (units_of_work). keep: which of the
+    plan's partitioners may run (None: all; "metis" always does)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
-    how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units) if scratch or h != "mtkahypar"]
+    how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units) if keep is None or h in keep + ("metis",)]
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
     if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
         part = repair(sub, cands[0], caps)
@@ -212,9 +212,16 @@ def units_of_work(n: int, machine: Machine) -> bool:
     return n >= backends.UNITS_PER_CORE * cores
 
 
+# a light partitioning (hierarchical's `light`): its first split with METIS and V-cycles
+# from METIS's splits only, the splits below with METIS alone
+LIGHT_FIRST = ("metis", "vcycles")
+LIGHT_BELOW = ("metis",)
+
+
 def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill: str = "packed",
-                 ranks: np.ndarray | None = None) -> np.ndarray:
-    """slot_of_rank for the ranks (default all) placed under `root`.
+                 ranks: np.ndarray | None = None, light: bool = False) -> np.ndarray:
+    """slot_of_rank for the ranks (default all) placed under `root`. light: a cheaper
+    partitioning (LIGHT_FIRST, LIGHT_BELOW), another seed's start next to a full one.
 
     The tree is processed breadth-first, so that when a subtree's ranks are split every
     other rank already sits in some subtree of the same depth; the parts are then given to
@@ -247,7 +254,8 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             if sub.nnz == 0 or len(rk) <= len(live):
                 part = in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
-                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units)
+                keep = (LIGHT_FIRST if len(rk) == len(ranks) else LIGHT_BELOW) if light else None
+                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]
@@ -280,7 +288,8 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
     # nodes of unequal size: no Mt-KaHyPar from scratch, 0.3-0.7 s of a 1k-rank mapping into 48
     # nodes for the same final costs (tune families on such nodes behind switches: geometric
     # mean 1.0000, 2 of 30 within 0.1 %); the parts rarely fit other nodes than their own
-    part = split(sub, caps, seed, n + graph.W.nnz, units=units_of_work(n, machine), scratch=len(set(caps)) == 1)
+    part = split(sub, caps, seed, n + graph.W.nnz, units=units_of_work(n, machine),
+                 keep=None if len(set(caps)) == 1 else ("vcycles",))
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
     Q.setdiag(0)
     Q.eliminate_zeros()

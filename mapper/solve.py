@@ -71,9 +71,13 @@ def effort(n: int, nslots: int) -> Effort:
     lowers J by 0-4 % at twice the time (docs/mapper.md)."""
     if nslots <= TABU_SLOTS:
         return Effort(16, 0, int(min(20000, max(2000, 3e7 / nslots ** 2))), True)
-    # mid-size machines (under 1,000 ranks) got 3 partitionings: on the 1k-rank tune instances
-    # one costs 0.05 % more (geometric mean; 6 of 62 dearer, at most 0.8 %) at a third of the
-    # partitioning time, which on unequal nodes behind switches was 1-3 s
+    if n < 1000:
+        # mid-size machines: the seed's basin still matters. The two starts after the first are
+        # light (partition.hierarchical: no KaHIP, no Mt-KaHyPar from scratch, METIS alone below
+        # the first split): on the 1k-rank tune instances (both seeds) one start alone cost 0.03 %
+        # more than three full ones (6 of 62 dearer, up to 0.8 %), with two light ones 0.01 %
+        # (2 dearer, up to 0.27 %) at under a third of the full ones' time
+        return Effort(3, 0, 0, False)
     return Effort(1, 0, 0, False)
 
 
@@ -127,7 +131,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     def make(t):
         sd = seed + t
         if algorithm == "metis":
-            return "metis", hierarchical(graph, machine, root, sd, fill), sd
+            light = t > 0 and tries is None and machine.nslots > TABU_SLOTS     # effort's extra starts only
+            return "metis", hierarchical(graph, machine, root, sd, fill, light=light), sd
         if algorithm == "scotch":
             from rankmap.mapper.scotch import scotch_map
             return "scotch", scotch_map(graph, machine, sd), sd

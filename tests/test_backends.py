@@ -99,8 +99,8 @@ def test_kahip_fast_full_blocks_with_slack_deterministic():
 
 def test_unequal_split_from_scratch_only_when_asked(monkeypatch):
     # unequal capacities: Mt-KaHyPar from scratch (no V-cycles of its own: the portfolio's
-    # improve() gives every candidate theirs) unless the caller says scratch=False (the
-    # network start's split); deterministic either way, capacities held
+    # improve() gives every candidate theirs) unless the caller keeps only others (the
+    # network start's split, light partitionings); deterministic either way, capacities held
     if not B.mtkahypar_available():
         pytest.skip("no mtkahypar")
     from rankmap.mapper.partition import _Sub, split_candidates
@@ -110,9 +110,9 @@ def test_unequal_split_from_scratch_only_when_asked(monkeypatch):
     calls = []
     scratch = B.MtKaHyPar.partition
     monkeypatch.setattr(B.MtKaHyPar, "partition", lambda self: calls.append(1) or scratch(self))
-    for flag, ncalls in ((True, 2), (False, 2)):
-        a = split_candidates(sub, caps, 5, scratch=flag)
-        b = split_candidates(sub, caps, 5, scratch=flag)
+    for keep, ncalls in ((None, 2), (("vcycles",), 2)):
+        a = split_candidates(sub, caps, 5, keep=keep)
+        b = split_candidates(sub, caps, 5, keep=keep)
         assert len(calls) == ncalls
         assert [c for c, _ in a] == [c for c, _ in b] and np.array_equal(a[0][1], b[0][1])
         assert (np.bincount(a[0][1], minlength=4) <= caps).all()
