@@ -52,6 +52,10 @@ KAHIP_SMALL_GRAPH_MAX_WORK = 8_000_000
 KAHIP_ECO_MIN_VERTICES = 2_000
 KAHIP_STRONG_MIN_VERTICES = 16_000
 KAHIP_STRONG_MAX_WORK = 4_000_000
+# units of work get the strong preset as far as they get KaHIP at all: the top splits of
+# gen_rgg_n_2_17_s1 (8 and 16 blocks, 5.7-7.6e6 work) with eco were J 1.02-1.10x the best
+# anchor, with strong 0.93-0.97x (CPU 1.2-2.4x eco's, within SharedMap strong's time)
+KAHIP_STRONG_MAX_WORK_UNITS = KAHIP_SMALL_GRAPH_MAX_WORK
 TOP_MIN_VERTICES = 2_000
 ROOT_SHARE = 0.9
 # Bigger graphs up to KAHIP_BIG_GRAPH_MAX_WORK (2^17-vertex meshes and random geometric
@@ -219,7 +223,8 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool
         return "fast"
     if not _small(graph_work, units):
         return KAHIP_BIG_PRESET
-    if n >= KAHIP_STRONG_MIN_VERTICES and (n + nnz) * math.log2(max(2, len(caps))) <= KAHIP_STRONG_MAX_WORK:
+    strong_max = KAHIP_STRONG_MAX_WORK_UNITS if units else KAHIP_STRONG_MAX_WORK
+    if n >= KAHIP_STRONG_MIN_VERTICES and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
         return "strong"
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
 
