@@ -54,7 +54,7 @@ KAHIP_STRONG_MIN_VERTICES = 16_000
 KAHIP_STRONG_MAX_WORK = 4_000_000
 # units of work get the strong preset as far as they get KaHIP at all: the top splits of
 # gen_rgg_n_2_17_s1 (8 and 16 blocks, 5.7-7.6e6 work) with eco were J 1.02-1.10x the best
-# anchor, with strong 0.93-0.97x (CPU 1.2-2.4x eco's, within SharedMap strong's time)
+# anchor, with strong 0.93-0.97x (CPU 10-19 s, 1.2-2.4x eco's; SharedMap strong 12-46 s)
 KAHIP_STRONG_MAX_WORK_UNITS = KAHIP_SMALL_GRAPH_MAX_WORK
 TOP_MIN_VERTICES = 2_000
 ROOT_SHARE = 0.9
