@@ -58,6 +58,13 @@ KAHIP_STRONG_MAX_WORK = 4_000_000
 KAHIP_STRONG_MAX_WORK_UNITS = KAHIP_SMALL_GRAPH_MAX_WORK
 TOP_MIN_VERTICES = 2_000
 ROOT_SHARE = 0.9
+# Splits of at least 1/MID_SHARE of a graph between MID_MIN_GRAPH_WORK and
+# STRONG_GRAPH_MAX_WORK (not units of work) that are not top splits get Mt-KaHyPar's V-cycles
+# from METIS's splits: at 10^4 ranks the switch tree's 39 switches and the torus's sub-tori
+# (tune: 7 of 25 costs 0.4-2.0 % lower, none higher, +0.4-0.9 s CPU, at most 2.0 s); at 1k
+# ranks they changed no cost on the 62 tune instances for 0.05-0.08 s more, hence the floor
+MID_SHARE = 64
+MID_MIN_GRAPH_WORK = 50_000
 # Bigger graphs up to KAHIP_BIG_GRAPH_MAX_WORK (2^17-vertex meshes and random geometric
 # graphs, 10^5 ranks) get KaHIP's eco preset on their top splits up to KAHIP_BIG_MAX_WORK
 # (eco: 0.1-0.3 s on a split of 2^16 vertices; J 1.08x the best anchor where METIS alone
@@ -256,8 +263,13 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False
         if len(_PRESET) > 1000:
             _PRESET.clear()
         _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work, units)
-    if not mtkahypar_available() or not top or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
+    if not mtkahypar_available() or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
             or graph_work > PORTFOLIO_MAX_WORK and not small:
+        return out
+    if not top:
+        if not units and MID_MIN_GRAPH_WORK <= graph_work <= STRONG_GRAPH_MAX_WORK \
+                and n + nnz >= graph_work / MID_SHARE:
+            out.append("vcycles")
         return out
     root = small and n >= KAHIP_STRONG_MIN_VERTICES and n + nnz >= graph_work * ROOT_SHARE
     if (len(set(caps)) != 1 or root) and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:

@@ -52,8 +52,14 @@ def test_plan_root_split_of_small_graph_gets_mtkahypar():
 
 def test_plan_below_top_on_small_graphs_kahip_only():
     gw = B.STRONG_GRAPH_MAX_WORK
-    how = B.plan(B.TOP_MIN_VERTICES, 6 * B.TOP_MIN_VERTICES, [B.TOP_MIN_VERTICES // 4 + 10] * 4, gw)
+    split = (B.TOP_MIN_VERTICES, 6 * B.TOP_MIN_VERTICES, [B.TOP_MIN_VERTICES // 4 + 10] * 4)
+    how = B.plan(*split, gw, units=True)
     assert "kahip" in how and "vcycles" not in how
+    if B.mtkahypar_available():
+        # at least 1/MID_SHARE of the graph and not units of work: V-cycles too
+        assert "kahip" in B.plan(*split, gw) and "vcycles" in B.plan(*split, gw)
+        # graphs below MID_MIN_GRAPH_WORK (1k ranks): top splits only
+        assert "vcycles" not in B.plan(300, 1800, [80] * 4, B.MID_MIN_GRAPH_WORK - 1)
 
 
 def _grid(side: int):
