@@ -134,6 +134,8 @@ def _plans(dims: tuple, ks: list) -> list:
 
 
 def _mapping(root: TreeNode, dims: tuple, plan: tuple, n: int) -> np.ndarray:
+    """slot_of_rank of one plan: each subtree takes a brick of its parent's brick (children
+    in row-major order over the arrangement), the leaves' slots their brick's ranks in order."""
     slot = np.full(n, -1, dtype=np.int64)
     grid = np.arange(n).reshape(dims)
     stack = [(root, (0,) * len(dims), tuple(dims), 0)]
