@@ -126,12 +126,10 @@ def read_trace(path: Path, model: str = "auto") -> Traffic:
         return text.count(b"\n", 0, pos) + 1
 
     def pair(f, text, m, dst, nbytes):
-        where = f"{f}:{line_of(text, m.start())}"
         if not 0 <= dst < n:
-            raise UserError(f"{where}: a send to rank {dst} in a trace of {n} ranks")
+            raise UserError(f"{f}:{line_of(text, m.start())}: a send to rank {dst} in a trace of {n} ranks")
         if nbytes > validate.MAX_PAIR_BYTES:
-            raise UserError(f"{where}: {nbytes} bytes in one call is more than 2^64")
-        return where
+            raise UserError(f"{f}:{line_of(text, m.start())}: {nbytes} bytes in one call is more than 2^64")
 
     for r, f in enumerate(files):
         text = validate.read_bytes(f, "SMPI trace file")
@@ -159,7 +157,6 @@ def read_trace(path: Path, model: str = "auto") -> Traffic:
         for m in _OTHER.finditer(text):
             op = m.group(1).decode()
             tok = m.group(2).split()
-            where = f"{f}:{line_of(text, m.start())}"
             try:
                 if op == "alltoallv":   # send_size, P send counts, recv_size, P recv counts, types
                     sc = [int(x) for x in tok[1:1 + n]]
@@ -176,7 +173,7 @@ def read_trace(path: Path, model: str = "auto") -> Traffic:
                 if nbytes < 0 or nbytes > validate.MAX_PAIR_BYTES or (op_name is not None and not -1 <= root < n):
                     raise ValueError(nbytes)
             except (ValueError, IndexError):
-                raise UserError(f"{where}: cannot read the {op} line "
+                raise UserError(f"{f}:{line_of(text, m.start())}: cannot read the {op} line "
                                 f"{validate.one_line(m.group(0)[:80].decode(errors='replace'))!r}") from None
             if op_name is None:
                 continue
