@@ -16,7 +16,7 @@
                      only for networks that have them
 * internode_fraction sum of W over pairs on different nodes / sum of W
 * nic_volume         per node: bytes leaving + entering it
-All vectorized over the nonzeros of W (O(nnz) memory)."""
+Vectorized over the nonzeros of W, taken CHUNK at a time (memory: the matrix plus a fixed amount)."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,12 +27,19 @@ from rankmap.mapper.network import Hierarchy
 from rankmap.profiler.formats import symmetric
 
 
-def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray:
-    """Bytes per directed network link (flat array) for the directed traffic M."""
-    c = sp.coo_matrix(M)
-    na, nb = machine.slot_node[slot[c.row]], machine.slot_node[slot[c.col]]
-    inter = na != nb
-    na, nb, w = na[inter], nb[inter], c.data[inter]
+# Nonzeros taken per pass: every metric is a sum or a maximum over the pairs, so the
+# temporaries (route steps, node pairs, distances) stay this size whatever the matrix's
+# (at 10^6 ranks of random placement they were ~1 KB per nonzero, 26 GB at 10^7)
+CHUNK = 1 << 21
+
+
+def _chunks(n: int):
+    for lo in range(0, n, CHUNK):
+        yield slice(lo, min(n, lo + CHUNK))
+
+
+def _node_pair_loads(na: np.ndarray, nb: np.ndarray, w: np.ndarray, machine: Machine) -> np.ndarray:
+    """Bytes per directed network link for traffic w from node na to node nb (na != nb)."""
     if len(w):   # aggregate node pairs first: routes depend only on the nodes
         key = na * machine.nnodes + nb
         uk, inv = np.unique(key, return_inverse=True)
@@ -41,51 +48,88 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray
     net = machine.network
     if net is not None:
         return net.link_loads(na, nb, w).ravel()
-    out = np.zeros(2 * machine.nnodes)   # one switch: each node's uplink and downlink
-    np.add.at(out, na, w)
-    np.add.at(out, machine.nnodes + nb, w)
-    return out
+    # one switch: each node's uplink, then each node's downlink
+    return np.bincount(np.concatenate([na, machine.nnodes + nb]), weights=np.concatenate([w, w]),
+                       minlength=2 * machine.nnodes).astype(np.float64)
 
 
-def evaluate(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> dict:
-    M = sp.csr_matrix(M, dtype=np.float64)
-    M.setdiag(0)
-    M.eliminate_zeros()
-    W = sp.triu(symmetric(M), k=1).tocoo()
-    sa, sb, w = slot[W.row], slot[W.col], W.data
-    total = float(w.sum())
-    c = machine.distance(sa, sb)
-    u = machine.tree_levels_up(sa, sb)
-    na, nb = machine.slot_node[sa], machine.slot_node[sb]
-    d = machine.node_hops(na, nb)
-    inter = na != nb
+class Pairs:
+    """The traffic as the metrics read it, prepared once for the several mappings a report
+    compares: the directed pairs (the diagonal dropped) and the undirected ones (i < j)."""
+
+    def __init__(self, M: sp.spmatrix):
+        c = sp.coo_matrix(M)
+        off = c.row != c.col
+        self.directed = sp.coo_matrix((c.data[off].astype(np.float64), (c.row[off], c.col[off])), shape=c.shape)
+        del c, off
+        self.directed.eliminate_zeros()
+        self.undirected = sp.triu(symmetric(self.directed), k=1).tocoo()
+
+
+def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray:
+    """Bytes per directed network link (flat array) for the directed traffic M (a matrix, or
+    the Pairs of one)."""
+    c = M.directed if isinstance(M, Pairs) else sp.coo_matrix(M)
+    total = None
+    for part in _chunks(c.nnz):
+        na, nb = machine.slot_node[slot[c.row[part]]], machine.slot_node[slot[c.col[part]]]
+        inter = na != nb
+        loads = _node_pair_loads(na[inter], nb[inter], c.data[part][inter], machine)
+        total = loads if total is None else total + loads
+    return total if total is not None else _node_pair_loads(np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                                            np.zeros(0), machine)
+
+
+def evaluate(M: sp.spmatrix | Pairs, machine: Machine, slot: np.ndarray) -> dict:
+    """The metrics of one mapping (slot of each rank) for the directed traffic M (a matrix, or
+    its Pairs when several mappings are compared)."""
+    pairs = M if isinstance(M, Pairs) else Pairs(M)
+    W, Mc = pairs.undirected, pairs.directed
+    total = float(W.data.sum())
+    sum_com = max_com = tree_hb = net_hb = inter_w = 0.0
+    d_sum, d_max = 0, 0
+    for part in _chunks(W.nnz):
+        sa, sb, w = slot[W.row[part]], slot[W.col[part]], W.data[part]
+        c = machine.distance(sa, sb)
+        wc = w * c
+        sum_com += float(wc.sum())
+        max_com = max(max_com, float(wc.max()))
+        tree_hb += float((w * 2 * machine.tree_levels_up(sa, sb)).sum())
+        na, nb = machine.slot_node[sa], machine.slot_node[sb]
+        d = machine.node_hops(na, nb)
+        net_hb += float((w * d).sum())
+        d_sum += int(d.sum())
+        d_max = max(d_max, int(d.max()))
+        inter_w += float(w[na != nb].sum())
     nic = np.zeros(machine.nnodes)
-    Mc = M.tocoo()
-    ma, mb = machine.slot_node[slot[Mc.row]], machine.slot_node[slot[Mc.col]]
-    x = ma != mb
-    np.add.at(nic, ma[x], Mc.data[x])
-    np.add.at(nic, mb[x], Mc.data[x])
-    loads = link_loads(M, machine, slot)
+    for part in _chunks(Mc.nnz):
+        ma, mb = machine.slot_node[slot[Mc.row[part]]], machine.slot_node[slot[Mc.col[part]]]
+        x = ma != mb
+        wx = Mc.data[part][x]
+        nic += np.bincount(ma[x], weights=wx, minlength=machine.nnodes)
+        nic += np.bincount(mb[x], weights=wx, minlength=machine.nnodes)
+    loads = link_loads(pairs, machine, slot)
     used = loads[loads > 0]
     extra = {}
     if isinstance(machine.network, Hierarchy):
         glob = loads[machine.network.link_kinds() == "global"]
         extra["max_global_link_load"] = float(glob.max()) if len(glob) else 0.0
+    pairs = int(W.nnz)
     return {
-        "sum_com": float((w * c).sum()),
-        "max_com": float((w * c).max()) if len(w) else 0.0,
-        "tree_hop_bytes": float((w * 2 * u).sum()),
-        "net_hop_bytes": float((w * d).sum()),
-        "dilation_mean": float(d.mean()) if len(d) else 0.0,
-        "dilation_weighted": float((w * d).sum() / total) if total else 0.0,
-        "dilation_max": int(d.max()) if len(d) else 0,
+        "sum_com": sum_com,
+        "max_com": max_com,
+        "tree_hop_bytes": tree_hb,
+        "net_hop_bytes": net_hb,
+        "dilation_mean": d_sum / pairs if pairs else 0.0,
+        "dilation_weighted": net_hb / total if total else 0.0,
+        "dilation_max": d_max,
         "max_link_load": float(loads.max()) if len(loads) else 0.0,
         "mean_link_load": float(used.mean()) if len(used) else 0.0,
         "links_used": int(len(used)),
-        "internode_fraction": float(w[inter].sum() / total) if total else 0.0,
+        "internode_fraction": inter_w / total if total else 0.0,
         "nic_volume_max": float(nic.max()) if len(nic) else 0.0,
         "nic_volume": nic.tolist(),
-        "pairs": int(len(w)),
+        "pairs": pairs,
         "bytes": total,
         **extra,
     }

@@ -16,6 +16,7 @@ COLUMNS = [("sum_com", "SUM_COM", "{:.4g}"), ("tree_hop_bytes", "tree hop-B", "{
 def compare(M, machine: Machine, mappings: dict, seed: int = 0, placement=None) -> dict:
     """Metrics of the named mappings plus block, cyclic and random (and the input order)."""
     n = M.shape[0]
+    M = metrics.Pairs(M)      # read once for every mapping compared
     out = {}
     for name, slot in mappings.items():
         out[name] = metrics.evaluate(M, machine, slot)

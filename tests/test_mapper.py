@@ -79,6 +79,28 @@ def test_switch_tree_levels():
     assert d.tolist() == [10, 1010, 3010]         # same node, same leaf switch, across the top
 
 
+@pytest.mark.parametrize("net", [dict(torus="4x2x2"), dict(switches="2x8"), dict(network="dragonfly:4x2x2"),
+                                 dict(network="fat-tree:4x4:oversub=2"), {}])
+def test_metrics_in_chunks_are_the_metrics_in_one_pass(net, monkeypatch):
+    """evaluate and link_loads take the nonzeros CHUNK at a time (bounded memory at 10^7
+    ranks): any chunk size gives the same numbers, with or without a diagonal."""
+    rng = np.random.default_rng(5)
+    n = 64
+    M = sp.random(n, n, density=0.2, random_state=rng, format="csr") * 1e6
+    M.setdiag(rng.random(n))                 # the diagonal is not traffic: dropped by both
+    m = machine.build([f"n{i}" for i in range(16)], ["pack:2 core:2"], **net)
+    slot = rng.permutation(m.nslots)[:n]
+    whole = metrics.evaluate(M, m, slot)
+    loads = metrics.link_loads(M, m, slot)
+    monkeypatch.setattr(metrics, "CHUNK", 7)
+    parts = metrics.evaluate(M, m, slot)
+    assert parts.keys() == whole.keys()
+    for k, v in whole.items():
+        assert np.allclose(parts[k], v, rtol=1e-12, atol=0), k
+    assert np.allclose(metrics.link_loads(M, m, slot), loads, rtol=1e-12, atol=0)
+    assert np.allclose(metrics.link_loads(metrics.Pairs(M), m, slot), loads, rtol=1e-12, atol=0)
+
+
 # --------------------------------------------------------------------------- machine model
 
 @pytest.mark.parametrize("xml", ["Intel-Skylake-2xXeon6140.xml", "AMD-19h-Zen4-2xEpyc-9654.xml",
