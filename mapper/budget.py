@@ -1,9 +1,11 @@
 """What a mapping will cost before it starts: memory (refused when this host cannot hold it)
 and time (announced when it is long, with progress while it runs).
 
-The figures come from bench/mapper_scaling.py (docs/mapper.md, "Scale"): about 250-500
-bytes of memory per nonzero of the traffic matrix plus the interpreter, and 2-3 x 10^-5 s
-per nonzero (more on a busy host); the estimate takes the high end of both."""
+The figures come from whole `rankmap map` runs at 10^6 ranks (bench/parallel_scale.py,
+docs/mapper.md): peak 1,380 MB for a 3-D stencil (5.9*10^6 nonzeros) and 1,908 MB for 8
+random partners per rank (8*10^6), with or without --parallel (1,296 and 1,893 MB), i.e.
+about 210-220 bytes per nonzero plus the interpreter; and 2-3 x 10^-5 s per nonzero (more
+on a busy host). The estimate takes the high end of both, with some margin."""
 from __future__ import annotations
 
 import threading
@@ -12,8 +14,8 @@ from contextlib import contextmanager
 
 from rankmap.profiler import validate
 
-BYTES_PER_NONZERO = 600
-BYTES_PER_RANK = 1000
+BYTES_PER_NONZERO = 250
+BYTES_PER_RANK = 300
 BYTES_PER_SLOT = 120
 BASE_BYTES = 150 << 20
 SECONDS_PER_NONZERO = 5e-5
