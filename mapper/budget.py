@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from rankmap.profiler import validate
 
 BYTES_PER_NONZERO = 250
-BYTES_PER_RANK = 300
+BYTES_PER_RANK = 100
 BYTES_PER_SLOT = 120
 BASE_BYTES = 150 << 20
 SECONDS_PER_NONZERO = 5e-5
