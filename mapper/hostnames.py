@@ -12,6 +12,11 @@ import hostlist
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
+# python-hostlist refuses ranges of more than 10^5 hosts (its MAX_SIZE); expand() counts the
+# hosts first and refuses beyond validate.MAX_NODES itself, so the library may go that far
+# (a 10^7-rank job on nodes of 32 cores names 312,500 of them)
+hostlist.MAX_SIZE = max(hostlist.MAX_SIZE, validate.MAX_NODES)
+
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 

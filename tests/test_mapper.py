@@ -324,3 +324,14 @@ def test_tries_is_honoured_on_big_machines_too():
     assert [k for k in one.candidates if k.startswith("metis")] == ["metis+refine"]
     assert [k for k in two.candidates if k.startswith("metis")] == ["metis+refine", "metis+refine#1"]
     assert two.cost <= one.cost
+
+
+def test_host_lists_of_exascale_jobs():
+    """A 10^7-rank job on nodes of 32 cores names 312,500 nodes: past python-hostlist's own
+    10^5 limit, within rankmap's (validate.MAX_NODES); beyond that one clear error."""
+    from rankmap.mapper.hostnames import node_list
+    from rankmap.profiler import validate
+    hosts = node_list("n[0-312499]")
+    assert len(hosts) == 312500 and hosts[-1] == "n312499"
+    with pytest.raises(UserError, match=f"at most {validate.MAX_NODES}"):
+        node_list(f"n[0-{validate.MAX_NODES}]")
