@@ -11,7 +11,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -89,6 +91,54 @@ def check_done(case, rundir: Path) -> None:
         raise UserError(f"{case.name}: the program did not finish ({name} has no {pattern!r}); last lines: {tail}")
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below pid (children first-born to last, then theirs), from /proc."""
+    kids: dict = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            kids.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(0), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+@contextlib.contextmanager
+def _deadline(timeout: float | None):
+    """Kill every process this one started (smpirun and the smpimain it runs, which
+    subprocess.run's own timeout left running: it kills smpirun alone) once timeout seconds
+    have passed. Yields an Event set when it did."""
+    fired = threading.Event()
+    if not timeout:
+        yield fired
+        return
+
+    def kill():
+        fired.set()
+        for _ in range(3):      # a child forked while we killed its parent: look again
+            pids = _descendants(os.getpid())
+            if not pids:
+                break
+            for pid in reversed(pids):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.5)
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+
+
 def run_case(case, exe: Path, rundir: Path, platform: tuple, compute: str, timeout: float,
              say=print, extra=()) -> dict:
     """Execute the case under smpirun with -trace-ti (compute: 'explicit' skips timing the
@@ -106,9 +156,18 @@ def run_case(case, exe: Path, rundir: Path, platform: tuple, compute: str, timeo
     trace = rundir / "trace" / "trace.ti"
     t0 = time.monotonic()
     say(f"  capture {case.name}: {case.ranks} ranks under SMPI ({case.what})", flush=True)
-    with contextlib.chdir(rundir):   # the program reads its input files from the working directory
-        res = smpi.run([str(exe), *case.args], p, pdir, hf, case.ranks, trace=trace, compute=compute,
-                       timeout=timeout, env={"OMP_NUM_THREADS": "1"}, extra=smpi_options(case) + NO_TIMER_STEP + list(extra))
+    # the timeout is ours (_deadline), not subprocess.run's: that one kills smpirun and leaves
+    # smpimain, every rank of the program, running
+    with contextlib.chdir(rundir), _deadline(timeout) as timed_out:   # the program reads its inputs from there
+        try:
+            res = smpi.run([str(exe), *case.args], p, pdir, hf, case.ranks, trace=trace, compute=compute,
+                           timeout=None, env={"OMP_NUM_THREADS": "1"},
+                           extra=smpi_options(case) + NO_TIMER_STEP + list(extra))
+        except UserError:
+            if timed_out.is_set():
+                raise UserError(f"{case.name}: the simulation did not finish within {timeout:g} s "
+                                "(smpirun and smpimain killed)") from None
+            raise
     (rundir / "stdout.txt").write_text(res.stdout)
     (rundir / "stderr.txt").write_text(res.stderr[-200_000:])
     check_done(case, rundir)
