@@ -31,6 +31,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import re
 import sys
 import time
 import traceback
@@ -392,6 +393,8 @@ def parse_args(argv=None):
     ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run: no instance starts after it")
     ap.add_argument("--full", action="store_true", help="every family, size (1k, 10k, 100k), seed, both sets")
     ap.add_argument("--max-n", type=int, default=None, help="skip instances with more ranks")
+    ap.add_argument("--only", default=None, metavar="REGEX",
+                    help="only the instances whose name matches (re.search), e.g. 'miniamr|lulesh-s6'")
     ap.add_argument("--competitors-from", default=None, metavar="JSON",
                     help="take the competitors' results from an earlier run's --json (same versions and seeds: "
                          "their mappings are deterministic) and run rankmap and any competitor missing there")
@@ -415,6 +418,12 @@ def select(args):
     seeds = None if seeds == "all" else "first" if seeds == "first" else [int(x) for x in seeds.split(",")]
     shapes = args.shapes.split(",") if args.shapes else None
     insts = I.instances(fams, sizes, which, seeds, shapes)
+    if args.only:
+        try:
+            pat = re.compile(args.only)
+        except re.error as e:
+            sys.exit(f"--only {args.only!r}: {e}")
+        insts = [i for i in insts if pat.search(i.name)]
     if args.competitors == "all":
         names = list(C.NAMES)
     elif args.competitors == "none":
