@@ -153,16 +153,36 @@ def cloverleaf(p: int, cells: int, steps: int) -> Case:
                 done=("clover.out", r"Clover is finishing"))
 
 
-def miniamr(p: int, steps: int, refine: int = 4) -> Case:
+def miniamr(p: int, steps: int, refine: int = 4, max_blocks: int = 4000, num_vars: int = 20,
+            start: float = -1.71) -> Case:
+    """The README's example "one sphere moving diagonally" (a spheroid surface of half-size 1.7,
+    moving 0.04 a step along the diagonal), on a factor3(p) grid of ranks. start: the sphere's
+    centre coordinate at the first step: the README's -1.71 keeps it outside the unit cube
+    for the first 18 steps (nothing refines in a short run); -0.91 is where it is at the
+    README run's step 20, already cutting the mesh.
+
+    max_blocks is allocated at start on every rank, (nx+2)(ny+2)(nz+2) doubles per variable
+    per block as small mallocs (212 KB per block with 20 variables): under SMPI all ranks
+    share one process, 4,000 blocks x 512 ranks did not fit in 24 GB. A rank of the
+    512-rank graph holds at most ~70 blocks at any time with 3 refinement levels (~270 at
+    64 ranks with 4 levels, measured: miniAMR prints it, "Max blocks on a processor")."""
     a, b, c = factor3(p)
-    args = ["--num_refine", str(refine), "--max_blocks", "4000", "--npx", str(a), "--npy", str(b), "--npz", str(c),
-            "--nx", "8", "--ny", "8", "--nz", "8", "--num_objects", "1",
-            "--object", "2", "0", "-1.71", "-1.71", "-1.71", "0.04", "0.04", "0.04", "1.7", "1.7", "1.7",
-            "0.0", "0.0", "0.0", "--num_tsteps", str(steps), "--checksum_freq", "4", "--num_vars", "20"]
+    args = ["--num_refine", str(refine), "--max_blocks", str(max_blocks), "--npx", str(a), "--npy", str(b),
+            "--npz", str(c), "--nx", "8", "--ny", "8", "--nz", "8", "--num_objects", "1",
+            "--object", "2", "0", f"{start:g}", f"{start:g}", f"{start:g}", "0.04", "0.04", "0.04", "1.7", "1.7", "1.7",
+            "0.0", "0.0", "0.0", "--num_tsteps", str(steps), "--checksum_freq", "4", "--num_vars", str(num_vars)]
+    where = "" if start == -1.71 else f", centre starting at {start:g} (the README run's step {round((start + 1.71) / 0.04)})"
     return Case(f"miniamr-{steps}-{p}", "miniamr", "miniamr", p, args=args,
-                what=f"miniAMR, one sphere moving diagonally (README example), {a}x{b}x{c} ranks, 8^3 cells per "
-                     f"block, {refine} refinement levels, 20 variables, {steps} time steps",
+                what=f"miniAMR, one sphere moving diagonally (README example{where}), {a}x{b}x{c} ranks, 8^3 cells per "
+                     f"block, {refine} refinement levels, {num_vars} variables, at most {max_blocks} blocks per rank, "
+                     f"{steps} time steps",
                 done=("stdout.txt", r"End report"))
+
+
+def amr_graph(p: int) -> Case:
+    """miniAMR for the graphs: the sphere already in the mesh, 3 levels, 10 variables, 200 blocks per
+    rank at 512 ranks and fewer with more ranks (the same ~11 GB in all; memory: see miniamr)."""
+    return miniamr(p, 8, refine=3, max_blocks=102400 // p, num_vars=10, start=-0.91)
 
 
 # 512-4,096 ranks: traffic graphs for the mapper (issue 9), no compute timing needed
@@ -170,13 +190,13 @@ GRAPHS = [
     # 512-1,024 ranks
     lulesh(512, 8, 10), lulesh(1000, 8, 10), cloverleaf(512, 1920, 5), cloverleaf(1024, 1920, 5),
     lu("C", 512, 3), lu("C", 1024, 3), mg("B", 512, 4), mg("B", 1024, 4),
-    btsp("bt", "B", 529, 3), btsp("sp", "B", 529, 3), miniamr(512, 8), cg("B", 512), hpcg(512, 16),
+    btsp("bt", "B", 529, 3), btsp("sp", "B", 529, 3), amr_graph(512), cg("B", 512), hpcg(512, 16),
     # 1,024-2,048 ranks
     lulesh(1728, 6, 5), cloverleaf(2048, 3840, 3), lu("D", 2048, 2, nz=32), mg("B", 2048, 3),
-    btsp("bt", "B", 1024, 3), btsp("sp", "B", 1024, 3), miniamr(1024, 8), cg("B", 1024),
+    btsp("bt", "B", 1024, 3), btsp("sp", "B", 1024, 3), amr_graph(1024), cg("B", 1024),
     # 2,048-4,096 ranks
     lulesh(4096, 5, 3), cloverleaf(4096, 3840, 3), lu("D", 4096, 2, nz=32), mg("B", 4096, 2),
-    miniamr(2048, 8),
+    amr_graph(2048),
     # miniFE last: SimGrid spends an hour per 512-rank run in its communication bookkeeping
     minife(512, 64), minife(1024, 80),
 ]
