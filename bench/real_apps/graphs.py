@@ -27,7 +27,9 @@ point-to-point sends counted exactly from the trace (send, isend, ssend, sendrec
 element counts times the datatype's size), plus every collective expanded into pairs with the
 product's `smpi` model (SimGrid 3.32's default algorithms; `profiler/collectives.py`), all
 collectives taken on MPI_COMM_WORLD (SMPI's trace names no communicator: none of these
-applications calls a collective on a sub-communicator in the configurations below).
+applications calls a collective on a sub-communicator in the configurations below, except
+miniAMR, see the notes below the table; point-to-point messages are recorded with ranks of
+MPI_COMM_WORLD whatever their communicator, checked on SimGrid 3.32).
 Read them with `rankmap map NAME.mtx ...` / `rankmap evaluate`; `index.json` lists them
 with the same fields as the table.
 
@@ -38,10 +40,8 @@ the time steps is the application's own. Sources (none of them is in this reposi
 {sources}
 
 Capture: {platform}; compute not timed (`smpi/simulate-computation:no`: the trace is traffic
-only); SMPI running MPICH's collective algorithms (`smpi/coll-selector:mpich`: its default
-selector's MPI_Allgather is quadratic in the ranks; the trace records the calls, not how they
-ran, and the matrices are expanded with the `smpi` model all the same); host {host}, SimGrid
-{simgrid}.
+only); host {host}, SimGrid {simgrid}. Which rows ran SMPI's default collective algorithms and
+which MPICH's: the notes below the table.
 
 | matrix | app | ranks | what ran | pairs | total bytes | p2p share | capture wall s |
 |---|---|---|---|---|---|---|---|
@@ -66,10 +66,18 @@ def _simgrid_version() -> str:
         return "?"
 
 
+def _notes() -> list:
+    """The paragraphs under the table (index.json "notes": who added which rows, and how)."""
+    f = DATA / "index.json"
+    return json.loads(f.read_text()).get("notes", []) if f.is_file() else []
+
+
 def write_index(entries: list, srcs: dict, platform_desc: str) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     entries = sorted(entries, key=lambda e: (e["app"], e["case"]["program"], e["ranks"], e["name"]))
-    (DATA / "index.json").write_text(json.dumps({"sources": srcs, "matrices": entries}, indent=1) + "\n")
+    notes = _notes()
+    (DATA / "index.json").write_text(json.dumps({"sources": srcs, "matrices": entries, "notes": notes}, indent=1)
+                                     + "\n")
     import platform as pyplat
     text = HEADER.format(sources=_fmt_sources(srcs), platform=platform_desc, host=pyplat.machine(),
                          simgrid=_simgrid_version())
@@ -78,6 +86,8 @@ def write_index(entries: list, srcs: dict, platform_desc: str) -> None:
         share = st["p2p_bytes"] / st["bytes"] if st["bytes"] else 0.0
         text += (f"| {e['file']} | {e['app']} | {e['ranks']} | {e['case']['what']} | {st['pairs']} | "
                  f"{st['bytes']:.4g} | {share:.1%} | {e['capture']['wall_seconds']:.0f} |\n")
+    if notes:
+        text += "\n" + "\n\n".join(notes) + "\n"
     (DATA / "PROVENANCE.md").write_text(text)
 
 
