@@ -194,6 +194,7 @@ GRAPHS = [
     # sizes in between, cheap to capture (SimGrid's cost grows faster than the ranks: lulesh-s8-512 30 s,
     # lulesh-s8-1000 759 s)
     lulesh(729, 8, 10), cloverleaf(768, 1920, 5), btsp("bt", "B", 784, 3), btsp("sp", "B", 784, 3),
+    cloverleaf(1536, 3840, 3),
     # 1,024-2,048 ranks
     lulesh(1728, 6, 5), cloverleaf(2048, 3840, 3), lu("D", 2048, 2, nz=32), mg("B", 2048, 3),
     btsp("bt", "B", 1024, 3), btsp("sp", "B", 1024, 3), amr_graph(1024), cg("B", 1024),
