@@ -121,7 +121,16 @@ def test_rank_killed_during_profiling_at_64_ranks(slowring, tmp_path):
             time.sleep(0.5)
         pids = _pids_of(slowring.resolve())
         assert len(pids) == 64
-        time.sleep(3)                                   # every rank past MPI_Init, a snapshot or more written
+        # every rank past MPI_Init and a snapshot written: wait for the run file to hold all 64
+        # (a fixed 3 s was too short once on CI: the kill came before any rank had written)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 120:
+            assert proc.poll() is None, proc.communicate()
+            seen = run_cli("show-profile", run, "--json")
+            if seen.returncode == 0 and json.loads(seen.stdout)["ranks"] == 64:
+                break
+            time.sleep(0.5)
+        time.sleep(1)
         os.kill(pids[17], signal.SIGKILL)               # one of the ranks this test started
         out, err = proc.communicate(timeout=300)
     finally:
