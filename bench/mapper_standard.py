@@ -2,9 +2,9 @@
 """The process-mapping literature's standard benchmark, run live (issue 9, target 4).
 
 Graphs (METIS). Tune set: 3elt, delaunay_n15, rgg_n_2_15_s0 (../shared/data/graphs), rgg_n_2_16_s0
-(bench/data/graphs, gzipped) and five generated ones of the same family (bench/data/graphs/generate.py:
-Delaunay triangulations of 2^16 and 2^17 random points, a random geometric graph of 2^17 points, a
-graded 2-D mesh around a hole of 2^15 points). Held out: 4elt, commanche_dual, delaunay_n16
+(bench/data/graphs, gzipped) and ten generated ones of the same family (bench/data/graphs/generate.py:
+Delaunay triangulations of 2^13, 2^14, 2^16 and 2^17 random points, random geometric graphs of 2^13,
+2^14 and 2^17 points, graded 2-D meshes around a hole of 2^13-2^15 points). Held out: 4elt, commanche_dual, delaunay_n16
 (bench/data/graphs): the mapper is not tuned on them. See bench/data/graphs/PROVENANCE.md.
 Machine: a hierarchy a1:a2:r = cores per socket : sockets per node : nodes (4:8:r and 4:16:r,
 r = 1, 2, 4, 8, 16), distances D = 1:10:100 (same socket : same node : other node), 3 %
@@ -67,7 +67,8 @@ import generate as G  # noqa: E402
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "graphs"
 HELD = BENCH / "data" / "graphs"
 TUNE_GRAPHS = ("3elt", "delaunay_n15", "rgg_n_2_15_s0", "rgg_n_2_16_s0", "gen_mesh_n15_s1", "gen_delaunay_n16_s1",
-               "gen_delaunay_n17_s1", "gen_rgg_n_2_17_s1")
+               "gen_delaunay_n17_s1", "gen_rgg_n_2_17_s1", "gen_mesh_n13_s1", "gen_mesh_n14_s1",
+               "gen_delaunay_n13_s1", "gen_delaunay_n14_s1", "gen_rgg_n_2_13_s1", "gen_rgg_n_2_14_s1")
 HOLDOUT_GRAPHS = ("4elt", "commanche_dual", "delaunay_n16")
 DIST = (1, 10, 100)
 EPS = 0.03

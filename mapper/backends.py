@@ -58,6 +58,14 @@ KAHIP_STRONG_MAX_WORK = 4_000_000
 KAHIP_STRONG_MAX_WORK_UNITS = KAHIP_SMALL_GRAPH_MAX_WORK
 TOP_MIN_VERTICES = 2_000
 ROOT_SHARE = 0.9
+# Units of work on graphs up to UNITS_SMALL_MAX_WORK (the standard benchmark's graphs of
+# 2^12-2^15 vertices: 3elt, 4elt, commanche_dual, delaunay_n15, the 2-D meshes) get strong
+# KaHIP on every split of MIN_VERTICES or more, and Mt-KaHyPar from scratch on the root split
+# whatever its size: below 16,000 vertices eco and fast KaHIP's splits left J 2-6 % above
+# KaHIP's and SharedMap's strong multisections (set on generated tune graphs of 2^13-2^14
+# vertices, bench/mapper_standard.py: geometric mean over the best anchor 1.030 -> 0.991 on
+# the 2^13-vertex mesh, 1.6-4.5x the time, at most 8 s)
+UNITS_SMALL_MAX_WORK = 250_000
 # Splits of at least 1/MID_SHARE of a graph between MID_MIN_GRAPH_WORK and
 # STRONG_GRAPH_MAX_WORK (not units of work) that are not top splits get Mt-KaHyPar's V-cycles
 # from METIS's splits: at 10^4 ranks the switch tree's 39 switches and the torus's sub-tori
@@ -82,7 +90,10 @@ KAHIP_PRESET_MAX_BLOCKS = 16
 # split and V-cycles) up to UNITS_MAX_WORK. Measured on the tune graphs at 4:8:2:
 # rgg_n_2_16_s0 J 1.190 -> 1.014 x the best anchor (CPU 1.1 -> 7.8 s), gen_rgg_n_2_17_s1
 # 1.087 -> 0.935 (3.6 -> 15 s), gen_delaunay_n17_s1 1.031 -> 1.000 (2.9 -> 15 s).
-UNITS_PER_CORE = 16
+# (4, was 16: the 2^12-2^13-vertex graphs on 4:16:8 and 4:16:16, 4-9 vertices per core, are
+# partitions too: 3elt J 0.962-0.968x the best anchor where the rules for ranks gave
+# 0.975-0.980, the 2^13 mesh 1.001 where they gave 1.044)
+UNITS_PER_CORE = 4
 UNITS_MAX_WORK = 2_000_000
 # the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
 # and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)
@@ -222,6 +233,10 @@ def _small(graph_work: int, units: bool) -> bool:
     return graph_work <= (UNITS_MAX_WORK if units else STRONG_GRAPH_MAX_WORK)
 
 
+def _units_small(graph_work: int, units: bool) -> bool:
+    return units and graph_work <= UNITS_SMALL_MAX_WORK
+
+
 def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False) -> str:
     """KaHIP's preset for a split: eco / strong for the splits of many vertices of graphs up
     to STRONG_GRAPH_MAX_WORK (UNITS_MAX_WORK for units of work), KAHIP_BIG_PRESET on graphs up
@@ -231,7 +246,7 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool
     if not _small(graph_work, units):
         return KAHIP_BIG_PRESET
     strong_max = KAHIP_STRONG_MAX_WORK_UNITS if units else KAHIP_STRONG_MAX_WORK
-    if n >= KAHIP_STRONG_MIN_VERTICES and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
+    if n >= (0 if _units_small(graph_work, units) else KAHIP_STRONG_MIN_VERTICES) and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
         return "strong"
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
 
@@ -258,7 +273,8 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False
     work = (n + nnz) * math.log2(max(2, len(caps)))
     cap = KAHIP_MAX_WORK if len(caps) > KAHIP_PRESET_MAX_BLOCKS else KAHIP_SMALL_GRAPH_MAX_WORK if small \
         else KAHIP_BIG_MAX_WORK if graph_work <= KAHIP_BIG_GRAPH_MAX_WORK else KAHIP_MAX_WORK
-    if len(set(caps)) == 1 and (top or small and n >= TOP_MIN_VERTICES) and work <= max(cap, KAHIP_MAX_WORK):
+    units_small = _units_small(graph_work, units)
+    if len(set(caps)) == 1 and (top or small and (units_small or n >= TOP_MIN_VERTICES)) and work <= max(cap, KAHIP_MAX_WORK):
         out.append("kahip")
         if len(_PRESET) > 1000:
             _PRESET.clear()
@@ -271,7 +287,7 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False
                 and n + nnz >= graph_work / MID_SHARE:
             out.append("vcycles")
         return out
-    root = small and n >= KAHIP_STRONG_MIN_VERTICES and n + nnz >= graph_work * ROOT_SHARE
+    root = small and (units_small or n >= KAHIP_STRONG_MIN_VERTICES) and n + nnz >= graph_work * ROOT_SHARE
     if (len(set(caps)) != 1 or root) and (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:
         out.append("mtkahypar")
     if n + nnz <= VCYCLE_MAX_WORK:

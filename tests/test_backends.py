@@ -152,3 +152,17 @@ def test_standard_benchmark_graphs_are_found(shared):
     for name in S.TUNE_GRAPHS:
         assert name not in S.HOLDOUT_GRAPHS
         assert G.is_generated(name) or S.graph_path(name).exists()
+
+
+def test_units_of_work_on_small_graphs_get_strong_kahip_on_every_split():
+    """Units of work on a graph up to UNITS_SMALL_MAX_WORK: strong KaHIP on a split of 500
+    vertices too (eco / fast from the plain rules otherwise), and Mt-KaHyPar on the root split
+    whatever its size; ranks (one per core) keep the plain rules."""
+    gw = B.UNITS_SMALL_MAX_WORK
+    split = (500, 3000, [130] * 4)
+    assert "kahip" in B.plan(*split, gw, units=True) and B.kahip_preset(*split, gw, units=True) == "strong"
+    assert "kahip" not in B.plan(*split, gw)
+    assert B.kahip_preset(*split, gw + 1, units=True) == "fast"
+    if B.mtkahypar_available():
+        root = (8000, 50000, [4120, 4120])
+        assert "mtkahypar" in B.plan(*root, 58000, units=True) and "mtkahypar" not in B.plan(*root, 58000)
