@@ -198,14 +198,17 @@ def mtkahypar_available() -> bool:
 class MtKaHyPar:
     """One graph handed to Mt-KaHyPar (deterministic quality preset: deterministic Jet
     refinement and flows; one thread), partitioned from scratch or improved from a given
-    partition by V-cycles. (row, col) lists each undirected edge once."""
+    partition by V-cycles. (row, col) lists each undirected edge once. preset: another of
+    Mt-KaHyPar's presets (mapper/multisection.py: DEFAULT, the multisection competitor's; on
+    one thread the same seed gives the same partition)."""
 
     VCYCLES = 2
 
-    def __init__(self, row: np.ndarray, col: np.ndarray, w: np.ndarray, n: int, caps: list[int], seed: int):
+    def __init__(self, row: np.ndarray, col: np.ndarray, w: np.ndarray, n: int, caps: list[int], seed: int,
+                 preset: str = "DETERMINISTIC_QUALITY"):
         self.lib, self.init = _mtkahypar()
         mt = self.lib
-        self.ctx = self.init.context_from_preset(mt.PresetType.DETERMINISTIC_QUALITY)
+        self.ctx = self.init.context_from_preset(getattr(mt.PresetType, preset))
         self.ctx.set_partitioning_parameters(len(caps), 0.0, mt.Objective.CUT)
         self.ctx.set_individual_target_block_weights([int(c) for c in caps])
         self.ctx.logging = False

@@ -250,16 +250,22 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
 
 def other_starts(graph: Graph, machine: Machine, seed: int, root) -> dict:
     """Starts of other kinds than the partitioner's top-down splits, name -> mapping: a
-    TreeMatch-style bottom-up grouping (mapper/bottomup.py) and Mt-KaHyPar's Steiner-tree
+    TreeMatch-style bottom-up grouping (mapper/bottomup.py), Mt-KaHyPar's Steiner-tree
     process mapping onto the cores or nodes (mapper/steiner.py; only where its target graph
-    fits, up to 64 cores or nodes). Both are the mappings of the published mappers that beat
-    rankmap's own on real codes at a weak network (docs/real-apps.md)."""
+    fits, up to 64 cores or nodes), and Mt-KaHyPar's multisection of the machine, all nodes at
+    once then down each node, no imbalance (mapper/multisection.py; up to 4,096 ranks). All
+    are the mappings of the published mappers that beat rankmap's own on real codes at a weak
+    network (docs/real-apps.md)."""
     from rankmap.mapper.bottomup import bottomup
+    from rankmap.mapper.multisection import multisection
     from rankmap.mapper.steiner import steiner_map
     out = {"bottomup": bottomup(graph, machine, seed, root)}
     st = steiner_map(graph, machine, seed)
     if st is not None:
         out["steiner"] = st
+    ms = multisection(graph, machine, seed, root)
+    if ms is not None:
+        out["multisection"] = ms
     return out
 
 

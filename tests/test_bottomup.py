@@ -1,13 +1,13 @@
 """The starts of other kinds than the partitioner's splits (mapper/solve.py other_starts):
-the TreeMatch-style bottom-up grouping (mapper/bottomup.py) and Mt-KaHyPar's Steiner-tree
-process mapping (mapper/steiner.py)."""
+the TreeMatch-style bottom-up grouping (mapper/bottomup.py), Mt-KaHyPar's Steiner-tree
+process mapping (mapper/steiner.py) and Mt-KaHyPar's multisection (mapper/multisection.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from rankmap.mapper import bottomup, machine, solve, steiner
+from rankmap.mapper import backends, bottomup, machine, multisection, solve, steiner
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.refine import Problem
 from rankmap.profiler.traffic import Traffic
@@ -111,7 +111,7 @@ def test_other_starts_are_candidates():
     t = Traffic(bytes=sp.triu(g.W).tocsr(), msgs=(sp.triu(g.W) > 0).astype(float).tocsr(), source="t", format="t")
     # without a network model they are not tried (no gain on the 1k tune instances, 32 % more CPU)
     r = solve.solve(t, m, seed=0)
-    assert not {"bottomup+refine", "steiner+refine"} & set(r.candidates)
+    assert not {"bottomup+refine", "steiner+refine", "multisection+refine"} & set(r.candidates)
     # with a network model: Mt-KaHyPar's mapping too, and both unrefined, in the final choice
     seen = []
 
@@ -119,8 +119,54 @@ def test_other_starts_are_candidates():
         seen.append(np.asarray(slot).copy())
         return float(Problem(g, m).cost(np.asarray(slot)))
     p = solve.solve(t, m, seed=0, predictor=predictor)
-    want = {"bottomup", "bottomup+refine"} | ({"steiner", "steiner+refine"} if steiner.available(m) else set())
+    want = {"bottomup", "bottomup+refine"} | ({"steiner", "steiner+refine"} if steiner.available(m) else set()) \
+        | ({"multisection", "multisection+refine"} if multisection.available(g.n) else set())
     assert want <= set(p.candidates) and want <= set(p.predicted)
     assert p.cost <= p.defaults["block"]                       # never worse than block
     q = solve.solve(t, m, seed=0, predictor=predictor)
     assert q.slot_of_rank.tolist() == p.slot_of_rank.tolist() and q.candidates == p.candidates
+
+
+def test_multisection_is_a_mapping_without_imbalance():
+    if not multisection.available(10):
+        pytest.skip("Mt-KaHyPar is not installed (a runtime dependency): no multisection start")
+    for kind in sorted(MACHINES):
+        m = MACHINES[kind]()
+        for n in (m.nslots, m.nslots - 3):
+            g, _ = heavy_groups(n, 4, seed=n)
+            s = multisection.multisection(g, m, seed=1)
+            assert s.dtype == np.int64 and len(s) == n and len(np.unique(s)) == n
+            assert s.min() >= 0 and s.max() < m.nslots
+            assert np.array_equal(s, multisection.multisection(g, m, seed=1))       # deterministic per seed
+            # no imbalance: every node holds at most its even share of the ranks (rounded up)
+            caps = np.bincount(m.slot_node, minlength=m.nnodes)
+            got = np.bincount(m.slot_node[s], minlength=m.nnodes)
+            assert (got <= np.ceil(n * caps / caps.sum())).all(), (kind, n, got)
+    # heavy groups of a node's size: each on one node (a 4 x 8-core tree machine)
+    m = MACHINES["tree"]()
+    g, group = heavy_groups(m.nslots, 8, seed=4)
+    node = m.slot_node[multisection.multisection(g, m, seed=0)]
+    assert all(len(np.unique(node[group == k])) == 1 for k in np.unique(group))
+
+
+def test_multisection_nodes_level_and_shares():
+    m = machine.build([f"n{i}" for i in range(3)], ["core:6"], torus="4x2")     # 3 nodes of a torus
+    top = multisection.node_level(m.tree(), m)
+    assert [int(m.slot_node[c.slots[0]]) for c in top.children] == \
+        [int(m.slot_node[c]) for c in m.tree().slots[::6]]                        # the tree's node order
+    assert multisection.shares(16, [6, 6, 6]) == [6, 6, 6] and multisection.shares(10, [12, 6]) == [7, 4]
+
+
+def test_multisection_skipped_without_mtkahypar(monkeypatch):
+    monkeypatch.setattr(backends, "mtkahypar_available", lambda: False)
+    m = MACHINES["torus"]()
+    g, _ = heavy_groups(m.nslots, 4, seed=5)
+    assert multisection.multisection(g, m, seed=0) is None
+    t = Traffic(bytes=sp.triu(g.W).tocsr(), msgs=(sp.triu(g.W) > 0).astype(float).tocsr(), source="t", format="t")
+    p = solve.solve(t, m, seed=0, predictor=lambda slot: float(Problem(g, m).cost(np.asarray(slot))))
+    assert not any(k.startswith(("multisection", "steiner")) for k in p.candidates)
+    assert {"bottomup", "bottomup+refine"} <= set(p.candidates)
+    # above MAX_RANKS: none either
+    monkeypatch.undo()
+    monkeypatch.setattr(multisection, "MAX_RANKS", g.n - 1)
+    assert multisection.multisection(g, m, seed=0) is None
