@@ -20,7 +20,7 @@ import numpy as np
 from rankmap.mapper import backends
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine, TreeNode
-from rankmap.mapper.partition import _int64_csr, _Sub, in_order, live_children, repair, settled
+from rankmap.mapper.partition import _int64_csr, _Sub, in_order, live_children, node_subtrees, repair, settled
 
 # Above this many ranks there is no such start (a split per subtree with Mt-KaHyPar from
 # scratch; the final choice by a run's replay is for traces of tens to hundreds of ranks)
@@ -38,14 +38,7 @@ def available(n: int) -> bool:
 def node_level(root: TreeNode, machine: Machine) -> TreeNode:
     """The tree with everything above the nodes as one level: the root's children are the
     nodes' subtrees, in the tree's order."""
-    nodes, stack = [], [root]
-    while stack:
-        t = stack.pop()
-        nd = machine.slot_node[t.slots]
-        if (nd == nd[0]).all():
-            nodes.append(t)
-        else:
-            stack.extend(reversed(t.children))
+    nodes = node_subtrees(root, machine)
     if len(nodes) == 1:
         return nodes[0]
     return TreeNode(np.concatenate([t.slots for t in nodes]), nodes, "nodes")

@@ -300,19 +300,25 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
         place = np.arange(k)                                  # unequal nodes: each part keeps its own
     node = place[part]
     slot = np.full(n, -1, dtype=np.int64)
-    leaves, stack = {}, [machine.tree()]
-    while stack:                                              # the node subtrees of the machine tree
-        t = stack.pop()
-        nd = machine.slot_node[t.slots]
-        if (nd == nd[0]).all():
-            leaves[int(nd[0])] = t
-        else:
-            stack.extend(t.children)
+    leaves = {int(machine.slot_node[t.slots[0]]): t for t in node_subtrees(machine.tree(), machine)}
     for v in range(k):
         rk = np.flatnonzero(node == v)
         if len(rk):
             slot[rk] = hierarchical(graph, machine, leaves[v], seed, ranks=rk)[rk]
     return slot
+
+
+def node_subtrees(root: TreeNode, machine: Machine) -> list:
+    """The subtrees of root that hold one node each, in the tree's order."""
+    out, stack = [], [root]
+    while stack:
+        t = stack.pop()
+        nd = machine.slot_node[t.slots]
+        if (nd == nd[0]).all():
+            out.append(t)
+        else:
+            stack.extend(reversed(t.children))
+    return out
 
 
 def in_order(n: int, caps: list[int]) -> np.ndarray:
