@@ -64,7 +64,7 @@ ROOT_SHARE = 0.9
 # whatever its size: below 16,000 vertices eco and fast KaHIP's splits left J 2-6 % above
 # KaHIP's and SharedMap's strong multisections (set on generated tune graphs of 2^13-2^14
 # vertices, bench/mapper_standard.py: geometric mean over the best anchor 1.030 -> 0.991 on
-# the 2^13-vertex mesh, 1.6-4.5x the time, at most 8 s)
+# the 2^13-vertex mesh at 2.2-4.7x the time; 0.994 -> 0.965 on all six; docs/mapper.md)
 UNITS_SMALL_MAX_WORK = 250_000
 # Splits of at least 1/MID_SHARE of a graph between MID_MIN_GRAPH_WORK and
 # STRONG_GRAPH_MAX_WORK (not units of work) that are not top splits get Mt-KaHyPar's V-cycles
