@@ -59,12 +59,13 @@ KAHIP_STRONG_MAX_WORK_UNITS = KAHIP_SMALL_GRAPH_MAX_WORK
 TOP_MIN_VERTICES = 2_000
 ROOT_SHARE = 0.9
 # Units of work on graphs up to UNITS_SMALL_MAX_WORK (the standard benchmark's graphs of
-# 2^12-2^15 vertices: 3elt, 4elt, commanche_dual, delaunay_n15, the 2-D meshes) get strong
-# KaHIP on every split of MIN_VERTICES or more, and Mt-KaHyPar from scratch on the root split
-# whatever its size: below 16,000 vertices eco and fast KaHIP's splits left J 2-6 % above
-# KaHIP's and SharedMap's strong multisections (set on generated tune graphs of 2^13-2^14
-# vertices, bench/mapper_standard.py: geometric mean over the best anchor 1.030 -> 0.991 on
-# the 2^13-vertex mesh at 2.2-4.7x the time; 0.994 -> 0.965 on all six; docs/mapper.md)
+# 2^12-2^15 vertices: 3elt, 4elt, commanche_dual, delaunay_n15, the 2-D meshes) get KaHIP on
+# every split of MIN_VERTICES or more, strong from KAHIP_ECO_MIN_VERTICES (fast below), and
+# Mt-KaHyPar from scratch on the root split whatever its size: below 16,000 vertices eco KaHIP
+# and METIS alone left J 2-6 % above KaHIP's and SharedMap's strong multisections (set on
+# generated tune graphs of 2^13-2^14 vertices and 3elt, bench/mapper_standard.py; docs/mapper.md).
+# Strong on the splits below 2,000 vertices too lowered J by another 0.3 % at twice the time:
+# on a quiet machine slower than SharedMap strong on 9 of 3elt's 10 rows (5 with this rule)
 UNITS_SMALL_MAX_WORK = 250_000
 # Splits of at least 1/MID_SHARE of a graph between MID_MIN_GRAPH_WORK and
 # STRONG_GRAPH_MAX_WORK (not units of work) that are not top splits get Mt-KaHyPar's V-cycles
@@ -249,7 +250,7 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool
     if not _small(graph_work, units):
         return KAHIP_BIG_PRESET
     strong_max = KAHIP_STRONG_MAX_WORK_UNITS if units else KAHIP_STRONG_MAX_WORK
-    if n >= (0 if _units_small(graph_work, units) else KAHIP_STRONG_MIN_VERTICES) and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
+    if n >= (KAHIP_ECO_MIN_VERTICES if _units_small(graph_work, units) else KAHIP_STRONG_MIN_VERTICES) and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
         return "strong"
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
 

@@ -155,14 +155,15 @@ def test_standard_benchmark_graphs_are_found(shared):
 
 
 def test_units_of_work_on_small_graphs_get_strong_kahip_on_every_split():
-    """Units of work on a graph up to UNITS_SMALL_MAX_WORK: strong KaHIP on a split of 500
-    vertices too (eco / fast from the plain rules otherwise), and Mt-KaHyPar on the root split
-    whatever its size; ranks (one per core) keep the plain rules."""
+    """Units of work on a graph up to UNITS_SMALL_MAX_WORK: KaHIP on a split of 500 vertices
+    too (fast there), strong from KAHIP_ECO_MIN_VERTICES (eco from the plain rules), and
+    Mt-KaHyPar on the root split whatever its size; ranks (one per core) keep the plain rules."""
     gw = B.UNITS_SMALL_MAX_WORK
     split = (500, 3000, [130] * 4)
-    assert "kahip" in B.plan(*split, gw, units=True) and B.kahip_preset(*split, gw, units=True) == "strong"
+    assert "kahip" in B.plan(*split, gw, units=True) and B.kahip_preset(*split, gw, units=True) == "fast"
     assert "kahip" not in B.plan(*split, gw)
-    assert B.kahip_preset(*split, gw + 1, units=True) == "fast"
+    mid = (B.KAHIP_ECO_MIN_VERTICES, 12000, [B.KAHIP_ECO_MIN_VERTICES // 4 + 10] * 4)
+    assert B.kahip_preset(*mid, gw, units=True) == "strong" and B.kahip_preset(*mid, gw + 1, units=True) == "eco"
     if B.mtkahypar_available():
         root = (8000, 50000, [4120, 4120])
         assert "mtkahypar" in B.plan(*root, 58000, units=True) and "mtkahypar" not in B.plan(*root, 58000)
