@@ -140,6 +140,8 @@ def recorded_best() -> dict:
 
 
 def graph_path(name: str) -> Path:
+    if Path(name).is_file():        # a graph of one's own, by its path
+        return Path(name)
     for d in (SHARED, HELD):
         for ext in (".graph", ".graph.gz"):
             if (d / f"{name}{ext}").exists():
@@ -171,7 +173,8 @@ def recorded_runs(paths: str | None) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", dest="which", default="tune", choices=("tune", "holdout", "all"))
-    ap.add_argument("--graphs", default=None, help="comma list (default: those of the set)")
+    ap.add_argument("--graphs", default=None,
+                    help="comma list of names or METIS files (default: those of the set)")
     ap.add_argument("--hier", default="4:8:2,4:16:4", help="comma list of a1:a2:r (default 4:8:2,4:16:4)")
     ap.add_argument("--full", action="store_true", help="the set's graphs on 4:8:r and 4:16:r for r = 1, 2, 4, 8, 16")
     ap.add_argument("--competitors", default=",".join(DEFAULT_COMPETITORS),
@@ -213,7 +216,7 @@ def main(argv=None):
                 m, cap = machine_for(n, a1, a2, r, args.eps)
                 share = math.ceil(n / k)
                 h = f"{a1}:{a2}:{r}"
-                res = {"graph": g, "set": "holdout" if held else "tune", "hierarchy": h, "n": n, "edges": W.nnz // 2,
+                res = {"graph": g, "set": "holdout" if held else "tune" if g in TUNE_GRAPHS else "other", "hierarchy": h, "n": n, "edges": W.nnz // 2,
                        "k": k, "max_per_pe": cap, "mappers": {}}
                 todo = ([] if args.no_rankmap else ["rankmap"]) + names
                 for name in todo:
@@ -231,7 +234,8 @@ def main(argv=None):
                                  "cpu_seconds": info.get("cpu_s")} if st == "ok" else {}
                     else:
                         st, slot, secs, info = worker.run(name, W, m, args.seed, args.eps, args.timeout)
-                        extra = {"repaired": info.get("repaired", 0)} if st == "ok" else {}
+                        extra = {"repaired": info.get("repaired", 0),
+                                 "cpu_seconds": info.get("cpu_s")} if st == "ok" else {}
                     why = A.valid(slot, n, m) if st == "ok" else info.get("why", "")
                     if st == "ok" and why:
                         st = "invalid"
@@ -326,9 +330,10 @@ def report(rows, cols):
         print(f"{r['graph']:{w}} {r['hierarchy']:>7} " + " ".join(cells))
     if any("rankmap" in r["mappers"] for r in rows):
         print("\ntargets: rankmap J <= best of (SharedMap strong, KaHIP multisection, Scotch) at the same imbalance, "
-              "and faster than SharedMap strong")
+              "and faster than SharedMap strong (by CPU seconds where both were recorded, which other jobs on a "
+              "shared machine do not inflate; by wall seconds otherwise, marked w)")
         print(f"{'graph':{w}} {'hier':>7} {'set':>8} {'rankmap/best':>12} {'best anchor':>16} {'<= best':>7} "
-              f"{'rm s':>7} {'sm-strong s':>11} {'faster':>6} {'rm/recorded':>11}")
+              f"{'rm s':>7} {'sm-strong s':>11} {'rm cpu':>7} {'sm cpu':>7} {'faster':>6} {'rm/recorded':>11}")
         ratios = []
         for r in rows:
             rm = r["mappers"].get("rankmap", {})
@@ -338,11 +343,15 @@ def report(rows, cols):
                 continue
             ratio = rm["J"] / r["best_anchor_J"]
             ratios.append(ratio)
-            faster = "-" if sm.get("status") != "ok" else ("yes" if rm["seconds"] < sm["seconds"] else "NO")
+            by_cpu = rm.get("cpu_seconds") is not None and sm.get("cpu_seconds") is not None
+            faster = "-" if sm.get("status") != "ok" else \
+                ("yes" if rm["cpu_seconds"] < sm["cpu_seconds"] else "NO") if by_cpu else \
+                ("yes w" if rm["seconds"] < sm["seconds"] else "NO w")
             rec = f"{rm['J'] / r['recorded_best_J']:.3f}" if "recorded_best_J" in r else "-"
             print(f"{r['graph']:{w}} {r['hierarchy']:>7} {r['set']:>8} {ratio:12.4f} {short.get(r['best_anchor'], r['best_anchor']):>16} "
                   f"{'yes' if ratio <= 1 + 1e-12 else 'NO':>7} {rm['seconds']:7.2f} "
-                  f"{sm.get('seconds', float('nan')):11.2f} {faster:>6} {rec:>11}")
+                  f"{sm.get('seconds', float('nan')):11.2f} {rm.get('cpu_seconds') or float('nan'):7.2f} "
+                  f"{sm.get('cpu_seconds') or float('nan'):7.2f} {faster:>6} {rec:>11}")
         if ratios:
             a = np.array(ratios)
             print(f"geometric mean rankmap / best anchor {np.exp(np.log(a).mean()):.4f}, worst {a.max():.4f}, "
