@@ -152,6 +152,8 @@ def test_standard_benchmark_graphs_are_found(shared):
     for name in S.TUNE_GRAPHS:
         assert name not in S.HOLDOUT_GRAPHS
         assert G.is_generated(name) or S.graph_path(name).exists()
+    for name in S.HOLDOUT_GRAPHS:
+        assert S.read_metis(S.graph_path(name)).shape[0] > 1000
 
 
 def test_units_of_work_on_small_graphs_get_strong_kahip_on_every_split():
