@@ -174,7 +174,9 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
         load_platform(platform)                 # a `rankmap platform` directory, or one error naming it
     traffic = read_traffic(matrix, fmt, model, allow_partial)
     if platform and not mopts.get("machine_file"):
+        from rankmap.slurm.nodes import machine_file_alone
         mopts = dict(mopts, machine_file=platform)
+        machine_file_alone(mopts, "--platform")      # its machine is the whole machine
     spec = _machine_of(traffic, mopts, mappings)
     net = network_for(spec, probe, link_bw=link_bw, link_lat=link_lat, loopback_bw=loopback_bw,
                       loopback_lat=loopback_lat, nic_bw=nic_bw)
