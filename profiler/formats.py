@@ -494,6 +494,9 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
                 f.write("src,dst,bytes\n" if units == "bytes" else "src,dst,words\n")
                 for i, j, v in zip(c.row, c.col, c.data):
                     f.write(f"{i},{j},{_fmt_num(v * scale)}\n")
+                last = m.shape[0] - 1       # a CSV's size is its highest rank: a silent last rank keeps its row
+                if not c.nnz or max(c.row.max(), c.col.max()) < last:
+                    f.write(f"{last},{last},0\n")
         elif fmt == "npz":
             with open(tmp, "wb") as f:
                 sp.save_npz(f, m * scale)

@@ -72,3 +72,29 @@ def test_hop_cost_on_a_torus_is_used(tmp_path, net):
     res = run_cli("map", RING4, *MACHINE, *net, "--hop-cost", "5", "--out", tmp_path / "m", "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads((tmp_path / "m" / "machine.json").read_text())["hop_cost"] == "5"
+
+
+# --------------------------------------------------------------------------- format round trips
+
+@pytest.mark.parametrize("ext", ["csv", "mtx", "npz", "dat", "graph"])
+def test_round_trip_keeps_ranks_that_exchange_nothing(tmp_path, ext):
+    """Ranks 5 and 6 of this 7-rank graph exchange nothing: converted to CSV they used to
+    vanish (a CSV's size is its highest rank), so the job read back had 5 ranks."""
+    from rankmap.profiler.formats import read_traffic
+    src = tmp_path / "g.graph"
+    src.write_text("7 2 1\n2 4\n1 4 3 6\n2 6\n\n\n\n\n")
+    dst = tmp_path / f"out.{ext}"
+    res = run_cli("convert", src, dst)
+    assert res.returncode == 0, res.stderr
+    a, b = read_traffic(src), read_traffic(dst)
+    assert b.size == 7
+    assert abs((a.bytes + a.bytes.T) - (b.bytes + b.bytes.T)).sum() == 0
+
+
+def test_a_single_silent_rank_survives_csv(tmp_path):
+    from rankmap.profiler.formats import read_traffic
+    src = tmp_path / "one.graph"
+    src.write_text("1 0\n\n")
+    res = run_cli("convert", src, tmp_path / "one.csv")
+    assert res.returncode == 0, res.stderr
+    assert read_traffic(tmp_path / "one.csv").size == 1
