@@ -98,3 +98,54 @@ def test_a_single_silent_rank_survives_csv(tmp_path):
     res = run_cli("convert", src, tmp_path / "one.csv")
     assert res.returncode == 0, res.stderr
     assert read_traffic(tmp_path / "one.csv").size == 1
+
+
+# --------------------------------------------------------------------------- METIS graphs as other tools write them
+
+def graph(tmp_path, text: str, name: str = "g.graph") -> Path:
+    f = tmp_path / name
+    f.write_bytes(text.encode())
+    return f
+
+
+@pytest.mark.parametrize("text, fragment", [
+    # vertex 1 lists 2 twice: summed silently into a double weight, the header's count hid it
+    ("4 4\n2 2 4\n1 1 3\n2 4\n1 3\n", "g.graph:2: vertex 1 lists neighbour 2 twice"),
+    ("4 5\n2 2 4\n1 1 3\n2 4\n1 3\n", "g.graph:2: vertex 1 lists neighbour 2 twice"),    # header counts it
+    # vertex 4 does not list 1: was "the adjacency lists hold 3.5"
+    ("4 4\n2 4\n1 3\n2 4\n3\n", "g.graph:2: vertex 1 lists neighbour 4, but vertex 4 (line 5) does not list 1"),
+    ("% c\n3 2 1\n2 5\n1 6 3 1\n2 1\n", "g.graph:3: edge 1-2 has weight 5 here and 6 at line 4"),
+    ("4 4\n2 4\n1 3\n2 4\n1 3\n2\n", "header says 4 vertices, the file has 5 vertex lines"),
+    ("4 5\n2 4\n1 3\n2 4\n1 3\n", "header says 5 edges, the adjacency lists hold 4"),
+])
+def test_metis_errors_name_the_line(tmp_path, text, fragment):
+    one_error_line(run_cli("map", graph(tmp_path, text), *MACHINE, "--out", tmp_path / "m"), fragment)
+
+
+@pytest.mark.parametrize("header", ["4 5", "4 6", "4 4"])
+def test_metis_self_loops_are_left_out_with_a_note(tmp_path, header):
+    """A vertex listing itself (METIS refuses it; converters from matrices write the
+    diagonal): was "the adjacency lists hold 4.5"; whichever way the header counts it."""
+    from rankmap.profiler.formats import read_traffic
+    f = graph(tmp_path, f"{header}\n1 2 4\n1 3\n2 4\n1 3\n")
+    if header == "4 6":       # counted twice is not a count any tool writes
+        one_error_line(run_cli("map", f, *MACHINE, "--out", tmp_path / "m"), "header says 6 edges")
+        return
+    t = read_traffic(f)
+    assert t.bytes.diagonal().sum() == 0 and t.bytes.sum() == 4
+    assert any("1 self loop(s)" in n for n in t.notes)
+
+
+@pytest.mark.parametrize("text", [
+    "4 4 1\r\n2 5 4 7\r\n1 5 3 2\r\n2 2 4 9\r\n1 7 3 9",                 # CRLF, no final newline
+    "% vertex weights\n4 4 11\n3 2 5 4 7\n1 1 5 3 2\n2 2 2 4 9\n7 1 7 3 9\n",
+    "4 4 011 2\n3 1 2 5 4 7\n1 1 1 5 3 2\n2 2 2 2 4 9\n7 7 1 7 3 9\n",      # two constraints
+    "4 4 111\n1 3 2 5 4 7\n1 1 1 5 3 2\n1 2 2 2 4 9\n1 7 1 7 3 9\n\n\n",   # sizes, weights, trailing blank lines
+])
+def test_metis_weight_layouts(tmp_path, text):
+    """Every fmt code reads the same edges: the vertex fields are skipped, and said to be."""
+    from rankmap.profiler.formats import read_traffic
+    t = read_traffic(graph(tmp_path, text))
+    w = (t.bytes + t.bytes.T).toarray()
+    assert w[0, 1] == 5 and w[0, 3] == 7 and w[1, 2] == 2 and w[2, 3] == 9 and t.bytes.nnz == 8
+    assert any("vertex weights" in n for n in t.notes) == (" 11" in text or "111" in text or "011" in text)
