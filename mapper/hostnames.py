@@ -53,8 +53,19 @@ def count(expr: str) -> int | None:
     return total
 
 
+def _commas(expr: str) -> str:
+    """Blanks between hostlists separate them, as in Slurm's own hostlists ('n[1-4] n[5-8]',
+    'n1, n2'): python-hostlist would keep them inside one name (and product 'n1 n5')."""
+    out, depth = [], 0
+    for part in re.split(r"(\[|\]|\s+)", expr.strip()):
+        depth += (part == "[") - (part == "]")
+        out.append("," if part.isspace() and depth == 0 else part.strip() if part.isspace() else part)
+    return re.sub(r",{2,}", ",", "".join(out))
+
+
 def expand(expr: str, where: str | None = None) -> list[str]:
     label = where or f"hostlist {expr!r}"
+    expr = _commas(expr)
     n = count(expr.strip())
     if n is not None and n > validate.MAX_NODES:
         raise UserError(f"{label}: names {n} hosts; rankmap handles at most {validate.MAX_NODES}")

@@ -149,3 +149,23 @@ def test_metis_weight_layouts(tmp_path, text):
     w = (t.bytes + t.bytes.T).toarray()
     assert w[0, 1] == 5 and w[0, 3] == 7 and w[1, 2] == 2 and w[2, 3] == 9 and t.bytes.nnz == 8
     assert any("vertex weights" in n for n in t.notes) == (" 11" in text or "111" in text or "011" in text)
+
+
+# --------------------------------------------------------------------------- node lists as sites write them
+
+@pytest.mark.parametrize("nodes, file", [("n[1-2] n[3-4]", False), ("n[1-2], n[3-4]", False), ("n1\tn2 n[3-4]", False),
+                                         ("# our nodes\nn[1-2] n3\nn4\n", True)])
+def test_blank_separated_host_lists(tmp_path, nodes, file):
+    """Slurm separates hostlists by blanks too; 'n[1-2] n[3-4]' was refused as
+    "'n1 n3' is not a host name" (a name that is in neither list)."""
+    if file:
+        (tmp_path / "nodes.txt").write_text(nodes)
+        nodes = str(tmp_path / "nodes.txt")
+    res = run_cli("map", RING4, "--nodes", nodes, "--node-topology", "pack:1 core:1", "--out", tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    assert sorted({h for h, _ in placed(tmp_path / "m")}) == ["n1", "n2", "n3", "n4"]
+
+
+def test_blank_separated_duplicates_are_still_refused(tmp_path):
+    one_error_line(run_cli("map", RING4, "--nodes", "n[1-2] n1", "--node-topology", "pack:2 core:1",
+                           "--out", tmp_path / "m"), "host n1 appears twice")
