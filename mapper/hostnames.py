@@ -114,6 +114,11 @@ def node_list(spec: str, option: str = "--nodes") -> list[str]:
         if _FILE_LIKE.search(spec) and "[" not in spec:
             raise UserError(f"{option} {spec}: no such file (a node list file); a host list looks like n[01-36]")
         hosts = expand(spec, f"{option} {spec!r}")
+    return no_duplicates(hosts, option)
+
+
+def no_duplicates(hosts: list[str], option: str) -> list[str]:
+    """Each host once: a host named twice would be two nodes with one name."""
     seen = set()
     dup = [h for h in hosts if h in seen or seen.add(h)]
     if dup:

@@ -169,3 +169,70 @@ def test_blank_separated_host_lists(tmp_path, nodes, file):
 def test_blank_separated_duplicates_are_still_refused(tmp_path):
     one_error_line(run_cli("map", RING4, "--nodes", "n[1-2] n1", "--node-topology", "pack:2 core:1",
                            "--out", tmp_path / "m"), "host n1 appears twice")
+
+
+# --------------------------------------------------------------------------- the Python API fed what a script has
+
+def test_api_mapping_as_a_list():
+    """evaluate() and hosts() take the slots as a plain list (a TypeError from inside the
+    metrics before), and check them: every rank, slots of the machine, none twice."""
+    import numpy as np
+    import rankmap
+    from rankmap.profiler.errors import UserError
+    t = rankmap.traffic(np.roll(np.eye(8), 1, axis=1) * 1e6)
+    m = rankmap.machine("n[1-2]", "pack:2 core:2")
+    res = rankmap.map(t, m, seed=0)
+    as_list = [int(s) for s in res.slot_of_rank]
+    assert rankmap.evaluate(t, m, as_list) == rankmap.evaluate(t, m, res.slot_of_rank)
+    assert rankmap.hosts(m, as_list) == rankmap.hosts(m, res.slot_of_rank)
+    for slots, fragment in [([0, 1, 2], "the mapping has 3 ranks, the traffic has 8"),
+                            ([0] * 8, "ranks 0 and 1 both take slot 0"),
+                            (list(range(1, 9)), "rank 7: slot 8 is not a slot of the machine (0..7)"),
+                            ([-1] + list(range(1, 8)), "rank 0: slot -1 is not a slot"),
+                            ([0.5] * 8, "one whole-number slot per rank")]:
+        with pytest.raises(UserError, match=fragment.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+            rankmap.evaluate(t, m, slots)
+    with pytest.raises(UserError, match="slot 99"):
+        rankmap.hosts(m, [99])
+
+
+@pytest.mark.parametrize("matrix, fragment", [
+    ([["a", "b"], ["c", "d"]], "holds <U1 values, not numbers of bytes"),      # was a ValueError
+    ([[0, 1j], [1j, 0]], "holds complex128 values"),                           # was cast, imaginary part dropped
+    ([[[0.0] * 2] * 2] * 2, "must be square, got 2 x 2 x 2"),                  # was a ValueError from scipy
+    (None, "must be square, got one value"),                                   # was "holds NaN"
+    ([[0, 1], [2]], "not a matrix"),                                           # ragged
+])
+def test_api_traffic_refuses_what_is_not_a_matrix(matrix, fragment):
+    import rankmap
+    from rankmap.profiler.errors import UserError
+    with pytest.raises(UserError, match=fragment.replace("(", r"\(")):
+        rankmap.traffic(matrix)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"nodes": ["a", "a"]}, "host a appears twice"),          # two nodes of one name: a hostfile naming it twice
+    ({"nodes": "n[1-2],n1"}, "host n1 appears twice"),
+    ({"nodes": ["a b"]}, "'a b' is not a host name"),
+    ({"nodes": 5}, "expected a hostlist"),
+    ({"node_topology": None}, "expected 'pack:2 core:6'"),
+])
+def test_api_machine_checks_its_nodes(kwargs, fragment):
+    import rankmap
+    from rankmap.profiler.errors import UserError
+    args = {"nodes": "n[1-2]", "node_topology": "pack:1 core:2", **kwargs}
+    with pytest.raises(UserError, match=fragment.replace("[", r"\[").replace("(", r"\(")):
+        rankmap.machine(args.pop("nodes"), args.pop("node_topology"), **args)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [({"seed": -1}, "seed -1 must be >= 0"), ({"seed": "x"}, "'x' is not"),
+                                              ({"time_limit": float("nan")}, "not a finite number"),
+                                              ({"time_limit": 0}, "must be > 0")])
+def test_api_map_checks_seed_and_time_limit(kwargs, fragment):
+    """As --seed and --time-limit do: a negative seed and a NaN time limit ran before."""
+    import numpy as np
+    import rankmap
+    from rankmap.profiler.errors import UserError
+    t = rankmap.traffic(np.ones((4, 4)))
+    with pytest.raises(UserError, match=fragment):
+        rankmap.map(t, rankmap.machine("n1", "pack:1 core:4"), **kwargs)
