@@ -369,8 +369,8 @@ def _read_mtx(path: Path) -> Traffic:
             if "array" in banner and sizes[0] * sizes[1] > 1 << 28:
                 raise UserError(f"{path}: a dense {sizes[0]} x {sizes[1]} matrix is too large; use the coordinate "
                                 "format")
-    try:
-        m = scipy.io.mmread(str(path))
+    try:         # from the bytes read above: a gzip-compressed file is decompressed already
+        m = scipy.io.mmread(io.BytesIO(validate.read_bytes(path, "traffic file")))
     except (ValueError, OSError, IndexError, TypeError, OverflowError, EOFError) as e:
         raise UserError(f"{path}: not a readable MatrixMarket file ({validate.one_line(e)})") from None
     return Traffic(bytes=_checked(m, path), source=str(path), format="mtx")

@@ -236,3 +236,33 @@ def test_api_map_checks_seed_and_time_limit(kwargs, fragment):
     t = rankmap.traffic(np.ones((4, 4)))
     with pytest.raises(UserError, match=fragment):
         rankmap.map(t, rankmap.machine("n1", "pack:1 core:4"), **kwargs)
+
+
+# --------------------------------------------------------------------------- compressed inputs
+
+@pytest.mark.parametrize("name, text", [
+    ("g.graph.gz", "% ring\n4 4\n2 4\n1 3\n2 4\n1 3\n"),
+    ("g.graph", "4 4\n2 4\n1 3\n2 4\n1 3\n"),                      # compressed, the name does not say so
+    ("t.csv.gz", "src,dst,bytes\n0,1,1\n1,2,1\n2,3,1\n3,0,1\n"),
+    ("t.mtx.gz", "%%MatrixMarket matrix coordinate real general\n4 4 4\n1 2 1\n2 3 1\n3 4 1\n4 1 1\n"),
+    ("t.mtx", "%%MatrixMarket matrix coordinate real general\n4 4 4\n1 2 1\n2 3 1\n3 4 1\n4 1 1\n"),
+])
+def test_gzip_compressed_traffic_is_read(tmp_path, name, text):
+    """Graph collections ship .gz files: they were "a NUL byte: this is a binary file" or,
+    named .gz, "no square matrix of integers found (expected the amfch_statistics ...)"."""
+    import gzip
+    f = tmp_path / name
+    f.write_bytes(gzip.compress(text.encode()))
+    res = run_cli("map", f, *MACHINE, "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["traffic"]["ranks"] == 4
+    assert len(placed(tmp_path / "m")) == 4
+
+
+@pytest.mark.parametrize("cut, fragment", [(30, "a truncated gzip file"), (None, "a damaged gzip file")])
+def test_damaged_gzip_is_named(tmp_path, cut, fragment):
+    import gzip
+    data = gzip.compress(b"4 4\n2 4\n1 3\n2 4\n1 3\n" * 50)
+    f = tmp_path / "g.graph.gz"
+    f.write_bytes(data[:cut] if cut else data[:10] + b"\xff" * 40)
+    one_error_line(run_cli("map", f, *MACHINE, "--out", tmp_path / "m"), f"g.graph.gz: {fragment}")
