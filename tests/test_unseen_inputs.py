@@ -266,3 +266,18 @@ def test_damaged_gzip_is_named(tmp_path, cut, fragment):
     f = tmp_path / "g.graph.gz"
     f.write_bytes(data[:cut] if cut else data[:10] + b"\xff" * 40)
     one_error_line(run_cli("map", f, *MACHINE, "--out", tmp_path / "m"), f"g.graph.gz: {fragment}")
+
+
+# --------------------------------------------------------------------------- evaluate a mapping's own files
+
+@pytest.mark.parametrize("name", ["hostfile", "binding.txt"])
+def test_evaluate_a_mapping_file_uses_its_directory_machine(tmp_path, torus_mapping, name):
+    """`evaluate T m/hostfile` without machine options: the machine of the mapping it is in
+    (it tried to read the hostfile as machine.json: "hostfile:1: not valid JSON")."""
+    whole = run_cli("evaluate", RING4, torus_mapping, "--json")
+    one = run_cli("evaluate", RING4, torus_mapping / name, "--json")
+    assert one.returncode == 0, one.stderr
+    a, b = json.loads(whole.stdout), json.loads(one.stdout)
+    assert a["machine"] == b["machine"]
+    (tmp_path / name).write_bytes((torus_mapping / name).read_bytes())      # outside a mapping directory
+    one_error_line(run_cli("evaluate", RING4, tmp_path / name), "no node list: pass --nodes")

@@ -18,7 +18,11 @@ def _machine_of(traffic, mopts: dict, mappings=()) -> dict:
     """The machine the options describe; without machine options, the first mapping's
     machine.json (evaluate, predict)."""
     from rankmap.slurm import nodes
-    return nodes.resolve(mopts, traffic.hosts(), fallback=mappings[0] if mappings else None)
+    fallback = mappings[0] if mappings else None
+    if fallback and Path(fallback).is_file() and Path(fallback).suffix != ".json":
+        # a hostfile or binding.txt: the machine of the mapping directory it is in, if it is in one
+        fallback = str(Path(fallback).parent) if (Path(fallback).parent / "machine.json").is_file() else None
+    return nodes.resolve(mopts, traffic.hosts(), fallback=fallback)
 
 
 def _input_files(mopts: dict) -> list:
