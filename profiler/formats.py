@@ -95,7 +95,8 @@ def _looks_like_metis(text: str) -> bool:
     body = lines[1:]
     while len(body) > n and not body[-1].strip():
         body.pop()
-    return len(body) == n and not (len(head) == n)  # a 2x2 or 3x3 dense matrix is not a header
+    # a 2x2 or 3x3 dense matrix is not a header (a 2- or 3-vertex graph's lists are not such a matrix)
+    return len(body) == n and not (len(head) == n and _whole_matrix(text) is not None)
 
 
 # --------------------------------------------------------------------------- readers

@@ -281,3 +281,15 @@ def test_evaluate_a_mapping_file_uses_its_directory_machine(tmp_path, torus_mapp
     assert a["machine"] == b["machine"]
     (tmp_path / name).write_bytes((torus_mapping / name).read_bytes())      # outside a mapping directory
     one_error_line(run_cli("evaluate", RING4, tmp_path / name), "no node list: pass --nodes")
+
+
+@pytest.mark.parametrize("text, fmt, size", [
+    ("2 1\n2\n1\n", "metis", 2),                      # was "no square matrix of integers found (... amfch ...)"
+    ("3 2 1\n2 5\n1 5 3 1\n2 1\n", "metis", 3),
+    ("0 5\n5 0\n", "treematch", 2),
+    ("0 5 1\n5 0 2\n1 2 0\n", "treematch", 3),
+])
+def test_small_graphs_and_matrices_without_an_extension(tmp_path, text, fmt, size):
+    from rankmap.profiler.formats import read_traffic
+    t = read_traffic(graph(tmp_path, text, "traffic.txt"))
+    assert (t.format, t.size) == (fmt, size)
