@@ -293,3 +293,13 @@ def test_small_graphs_and_matrices_without_an_extension(tmp_path, text, fmt, siz
     from rankmap.profiler.formats import read_traffic
     t = read_traffic(graph(tmp_path, text, "traffic.txt"))
     assert (t.format, t.size) == (fmt, size)
+
+
+def test_slurm_topology_yaml_is_named(tmp_path):
+    """Slurm 25.05's topology.yaml: was "describes no switches ...; is a topology plugin
+    configured?", which sent the user looking at the wrong thing."""
+    f = tmp_path / "topology.yaml"
+    f.write_text("---\n- topology: default\n  cluster_default: true\n  tree:\n    switches:\n"
+                 "      - switch: s0\n        nodes: n[1-2]\n")
+    one_error_line(run_cli("map", RING4, *MACHINE, "--network", f"slurm:{f}", "--out", tmp_path / "m"),
+                   "topology.yaml: a topology.yaml (Slurm 25.05's format); rankmap reads topology.conf lines")
