@@ -33,6 +33,44 @@ def restrict(machine: Machine, nodes) -> Machine:
                    lvl=machine.lvl[keep])
 
 
+def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
+    """--fill spread: the machine reduced to nranks slots spread evenly over all its nodes (in
+    proportion to their slots, the largest remainders first) and, on each node, over its
+    packages and NUMA nodes (round robin, distinct cores before a core's second slot). The
+    search then moves ranks among these slots only, so the spread holds (on the whole machine
+    the local search packed them back). Returns (the reduced machine, its slots' indices in
+    the whole machine)."""
+    from dataclasses import replace
+    cap = node_capacity(machine)
+    quota = nranks * cap / cap.sum()
+    take = np.floor(quota).astype(np.int64)
+    extra = nranks - int(take.sum())
+    take[np.argsort(-(quota - take), kind="stable")[:extra]] += 1
+    keep = []
+    for k, slots in enumerate(machine.slots_by_node()):
+        t = machine.topos[k]
+        cores = machine.slot_core[slots]
+        occ = np.zeros(len(slots), dtype=np.int64)          # the how-many-th slot of its core
+        seen = {}
+        for i, c in enumerate(cores.tolist()):
+            occ[i] = seen.get(c, 0)
+            seen[c] = occ[i] + 1
+        groups = {}
+        for i in np.lexsort((cores, occ)):
+            groups.setdefault((t.core_package[cores[i]], t.core_numa[cores[i]]), []).append(slots[i])
+        queues = [list(q) for q in groups.values()]
+        chosen, i = [], 0
+        while len(chosen) < take[k]:
+            q = queues[i % len(queues)]
+            if q:
+                chosen.append(q.pop(0))
+            i += 1
+        keep += chosen
+    sel = np.sort(np.array(keep, dtype=np.int64))
+    return replace(machine, slot_node=machine.slot_node[sel], slot_core=machine.slot_core[sel],
+                   lvl=machine.lvl[sel]), sel
+
+
 def node_capacity(machine: Machine) -> np.ndarray:
     return np.bincount(machine.slot_node, minlength=machine.nnodes)
 

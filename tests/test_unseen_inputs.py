@@ -303,3 +303,32 @@ def test_slurm_topology_yaml_is_named(tmp_path):
                  "      - switch: s0\n        nodes: n[1-2]\n")
     one_error_line(run_cli("map", RING4, *MACHINE, "--network", f"slurm:{f}", "--out", tmp_path / "m"),
                    "topology.yaml: a topology.yaml (Slurm 25.05's format); rankmap reads topology.conf lines")
+
+
+# --------------------------------------------------------------------------- --fill spread
+
+@pytest.mark.parametrize("nodes, topo, extra, per_host", [
+    ("n[1-5]", ["pack:2 core:2"], [], {3, 2}),                                   # 12 ranks, 20 cores
+    ("n[1-3]", ["n1=pack:2 core:4", "n[2-3]=pack:1 core:4"], [], {6, 3}),        # in proportion to the slots
+    ("n[1-2]", ["pack:2 core:4"], ["--oversubscribe", "3"], {6}),                # distinct cores first
+    ("n[1-6]", ["pack:2 core:2"], ["--torus", "3x2"], {2}),
+])
+def test_fill_spread_uses_every_node(tmp_path, nodes, topo, extra, per_host):
+    """--fill spread ended on as few nodes as packed (the local search packed the ranks back:
+    12 ranks on 5 nodes of 4 cores used 3 of them)."""
+    import numpy as np
+    from rankmap.mapper.hostnames import expand
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 12},{1000 * (i + 1)}\n" for i in range(12)))
+    args = ["--nodes", nodes, *[x for s in topo for x in ("--node-topology", s)], *extra]
+    res = run_cli("map", t, *args, "--fill", "spread", "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    where = placed(tmp_path / "m")
+    hosts = [h for h, _ in where]
+    assert {hosts.count(h) for h in set(hosts)} == per_host and len(set(hosts)) == len(expand(nodes))
+    assert len(set(where)) == len(where)        # with --oversubscribe too: a core's second slot comes last
+    rep = json.loads(res.stdout)
+    assert rep["cost"] <= rep["defaults"]["block"] * (1 + 1e-12)
+    again = run_cli("evaluate", t, tmp_path / "m", "--json")          # re-read on the whole machine
+    assert again.returncode == 0, again.stderr
+    assert np.isclose(json.loads(again.stdout)["metrics"]["m"]["sum_com"], rep["cost"])

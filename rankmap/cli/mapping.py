@@ -63,7 +63,7 @@ def _network_speeds(source: str):
 @click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
 @click.option("--fill", type=click.Choice(["packed", "spread"]), default="packed", show_default=True,
               help="With fewer ranks than slots: use the fewest nodes (and sockets), in order, unless the ranks fill "
-              "90 %% of them; or spread over all.")
+              "90 %% of them; or spread over all (evenly, in proportion to their slots).")
 @click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
               show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
 @click.option("--imbalance", type=Number(0.0, validate.MAX_IMBALANCE), metavar="EPS",
