@@ -132,7 +132,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         sd = seed + t
         if algorithm == "metis":
             light = t > 0 and tries is None and machine.nslots > TABU_SLOTS     # effort's extra starts only
-            return "metis", hierarchical(graph, machine, root, sd, fill, light=light), sd
+            return "metis", hierarchical(graph, machine, root, sd, fill, light=light,
+                                         deadline=deadline if time_limit is not None else None), sd
         if algorithm == "scotch":
             from rankmap.mapper.scotch import scotch_map
             return "scotch", scotch_map(graph, machine, sd), sd
@@ -151,10 +152,15 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         nstarts = max(tries, work.starts)
     else:
         nstarts = work.starts
-    starts = [make(t) for t in range(nstarts)]
+    starts = []
+    for t in range(nstarts):
+        if t and time.monotonic() > deadline:       # --time-limit: no further partitioning
+            timed_out = True
+            break
+        starts.append(make(t))
     if algorithm == "metis":
         from rankmap.mapper.partition import network_start
-        net = network_start(graph, machine, seed)
+        net = network_start(graph, machine, seed) if time.monotonic() < deadline else None
         if net is not None:
             starts.append(("network", net, seed))
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)
