@@ -369,3 +369,25 @@ def test_time_limit_mapping_is_complete_and_noted():
     assert sorted(res.slot_of_rank) == sorted(set(int(s) for s in res.slot_of_rank)) and len(res.slot_of_rank) == 1600
     assert any("time limit" in n for n in res.notes)
     assert res.cost <= min(res.defaults.values()) * (1 + 1e-12)
+
+
+# --------------------------------------------------------------------------- hwloc XML files
+
+@pytest.mark.parametrize("text, fragment", [
+    ("<?xml version='1.0'?>\n<topology>\n<object type='Machine'", "n.xml:3: not well-formed XML"),     # truncated copy
+    ("not xml at all", "n.xml:1: not well-formed XML"),
+    ("<html><body/></html>", "n.xml: XML whose root is <html>, not an lstopo <topology>"),
+    ("<topology></topology>", "hwloc could not load this topology"),
+])
+def test_broken_lstopo_xml_is_named(tmp_path, text, fragment):
+    """hwloc says "Setting source XML file: Invalid argument" or "hwloc_topology_load()
+    failed (Invalid argument)" for all of these."""
+    (tmp_path / "n.xml").write_text(text)
+    one_error_line(run_cli("map", RING4, "--nodes", "n[1-2]", "--node-topology", tmp_path / "n.xml",
+                           "--out", tmp_path / "m"), fragment)
+
+
+def test_real_lstopo_xml_still_reads(tmp_path, shared):
+    res = run_cli("map", RING4, "--nodes", "n[1-2]", "--node-topology", shared / "hwloc" / "16em64t-4s2c2t.xml",
+                  "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
