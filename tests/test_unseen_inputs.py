@@ -391,3 +391,9 @@ def test_real_lstopo_xml_still_reads(tmp_path, shared):
     res = run_cli("map", RING4, "--nodes", "n[1-2]", "--node-topology", shared / "hwloc" / "16em64t-4s2c2t.xml",
                   "--out", tmp_path / "m", "--json")
     assert res.returncode == 0, res.stderr
+
+
+def test_oversubscribed_one_switch_fat_tree_is_explained(tmp_path):
+    """Was "give 0 ratio(s) >= 1 for a 1-level tree"."""
+    one_error_line(run_cli("map", RING4, *MACHINE, "--network", "fat-tree:2:oversub=2", "--out", tmp_path / "m"),
+                   "a 1-level fat tree (2: one switch) has no uplinks to oversubscribe")
