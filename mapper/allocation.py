@@ -18,11 +18,14 @@ from rankmap.profiler.errors import UserError
 CANDIDATES = 6
 
 
-def restrict(machine: Machine, nodes) -> Machine:
-    """The same machine reduced to some of its nodes (network coordinates kept)."""
+def restrict(machine: Machine, nodes, slots: np.ndarray | None = None) -> Machine:
+    """The same machine reduced to some of its nodes (network coordinates kept), and to some
+    of their slots (indices, ascending) if given."""
     from dataclasses import replace
     nodes = np.asarray(sorted(set(int(x) for x in nodes)))
     keep = np.isin(machine.slot_node, nodes)
+    if slots is not None:
+        keep &= np.isin(np.arange(machine.nslots), slots)
     remap = -np.ones(machine.nnodes, dtype=np.int64)
     remap[nodes] = np.arange(len(nodes))
     net = machine.network
@@ -40,7 +43,6 @@ def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
     search then moves ranks among these slots only, so the spread holds (on the whole machine
     the local search packed them back). Returns (the reduced machine, its slots' indices in
     the whole machine)."""
-    from dataclasses import replace
     cap = node_capacity(machine)
     quota = nranks * cap / cap.sum()
     take = np.floor(quota).astype(np.int64)
@@ -67,8 +69,9 @@ def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
             i += 1
         keep += chosen
     sel = np.sort(np.array(keep, dtype=np.int64))
-    return replace(machine, slot_node=machine.slot_node[sel], slot_core=machine.slot_core[sel],
-                   lvl=machine.lvl[sel]), sel
+    # fewer ranks than nodes: the nodes left without a rank leave the machine (a node of no slots
+    # has no place in the machine tree)
+    return restrict(machine, np.unique(machine.slot_node[sel]), sel), sel
 
 
 def node_capacity(machine: Machine) -> np.ndarray:

@@ -54,9 +54,10 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     full, sel = machine, None
     if fill == "spread" and traffic.size < machine.nslots:
         machine, sel = allocation.spread(machine, traffic.size)
+        over = f"all {full.nnodes} nodes" if machine.nnodes == full.nnodes else \
+            f"{machine.nnodes} of the {full.nnodes} nodes (one rank each)"
         notes.append(f"--fill spread: the {traffic.size} ranks take {traffic.size} of the {full.nslots} slots, "
-                     f"spread evenly over all {full.nnodes} nodes and their packages (block and cyclic over the "
-                     "same slots)")
+                     f"spread evenly over {over} and their packages (block and cyclic over the same slots)")
     timing = predictor = None
     if parallel is not None:
         from rankmap.mapper.parallel import map_parallel
