@@ -398,3 +398,45 @@ def test_oversubscribed_one_switch_fat_tree_is_explained(tmp_path):
     """Was "give 0 ratio(s) >= 1 for a 1-level tree"."""
     one_error_line(run_cli("map", RING4, *MACHINE, "--network", "fat-tree:2:oversub=2", "--out", tmp_path / "m"),
                    "a 1-level fat tree (2: one switch) has no uplinks to oversubscribe")
+
+
+# --------------------------------------------------------------------------- a mapping's own files read back
+
+def test_every_file_map_writes_is_read_back(tmp_path):
+    """evaluate took a rankfile's 'rank 0=n1 slot=0' for a host named 'rank', and a
+    machinefile's 'n1:2' for one rank on n1."""
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 3) % 12},{100 * (i + 1)}\n" for i in range(12)))
+    m = tmp_path / "m"
+    res = run_cli("map", t, "--nodes", "n[1-3]", "--node-topology", "pack:2 core:1", "--oversubscribe", "2",
+                  "--out", m)
+    assert res.returncode == 0, res.stderr
+
+    def sum_com(*mapping):
+        r = run_cli("evaluate", t, *mapping, "--machine", m, "--json")
+        assert r.returncode == 0, r.stderr
+        return [v["sum_com"] for k, v in json.loads(r.stdout)["metrics"].items() if k not in
+                ("block", "cyclic", "random")]
+    d, b, rf, hf, mf = sum_com(m, m / "binding.txt", m / "rankfile", m / "hostfile", m / "machinefile")
+    assert d == b == rf and hf == mf
+    hosts = [h for h, _ in placed(m)]
+    runs = []                                   # an MPICH machinefile: host:k for k consecutive ranks
+    for h in hosts:
+        if runs and runs[-1][0] == h:
+            runs[-1][1] += 1
+        else:
+            runs.append([h, 1])
+    (tmp_path / "mf").write_text("".join(f"{h}:{k}\n" for h, k in runs))
+    assert sum_com(tmp_path / "mf") == [hf]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("0 n1 7\n1 n1 0\n2 n2 0\n3 n2 1\n", "rank 0: n1 has no core 7 in this machine (its cores: 0-1)"),  # was "no free slot"
+    ("n1:2\nn2:x\n", "b.txt:2: ranks (host:k) 'x' is not a number"),
+    ("rank 0=n1 slot=0\nrank 1 n1\n", "b.txt:2: expected an Open MPI rankfile line"),
+])
+def test_bad_mapping_files_are_named(tmp_path, text, fragment):
+    m = tmp_path / "m"
+    assert run_cli("map", RING4, *MACHINE, "--out", m).returncode == 0
+    (tmp_path / "b.txt").write_text(text)
+    one_error_line(run_cli("evaluate", RING4, tmp_path / "b.txt", "--machine", m), fragment)
