@@ -440,3 +440,18 @@ def test_bad_mapping_files_are_named(tmp_path, text, fragment):
     assert run_cli("map", RING4, *MACHINE, "--out", m).returncode == 0
     (tmp_path / "b.txt").write_text(text)
     one_error_line(run_cli("evaluate", RING4, tmp_path / "b.txt", "--machine", m), fragment)
+
+
+def test_srun_dry_run_needs_no_slurm(tmp_path):
+    """`rankmap srun m/ --dry-run` asked sinfo for the nodes' states first, so printing the
+    line failed wherever no Slurm answers ("sinfo: fatal: Could not establish a
+    configuration source")."""
+    import shutil
+    if shutil.which("sinfo") is None:
+        pytest.skip("sinfo not installed: the line is printed either way")
+    m = tmp_path / "m"
+    assert run_cli("map", RING4, *MACHINE, "--out", m).returncode == 0
+    env = {"SLURM_CONF": str(tmp_path / "no-such-slurm.conf"), "SLURM_JOB_ID": None}
+    dry = run_cli("srun", m, "--dry-run", "--mpi", "openmpi", "--", "true", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert f"SLURM_HOSTFILE={m}/hostfile srun -m arbitrary -n 4" in dry.stdout
