@@ -83,9 +83,10 @@ def machine(nodes, node_topology, *, torus=None, mesh=None, coords=None, network
     else:
         raise UserError(f"node_topology {node_topology!r:.60}: expected 'pack:2 core:6', an lstopo XML file, or a "
                         "list of 'HOSTLIST=SPEC'")
+    from rankmap.slurm.nodes import network_of     # 'slurm' and 'slurm:FILE' as --network takes them
     return spec.build(spec.make(hosts, topos, torus=torus, mesh=mesh, coords=coords, level_costs=level_costs,
                                 hop_cost=hop_cost, ranks_per_node=ranks_per_node, oversubscribe=oversubscribe,
-                                network=network))
+                                network=network_of(network, hosts) if isinstance(network, str) else network))
 
 
 def map(traffic, machine, *, seed: int = 0, algorithm: str = "metis", time_limit=None):  # noqa: A001

@@ -455,3 +455,16 @@ def test_srun_dry_run_needs_no_slurm(tmp_path):
     dry = run_cli("srun", m, "--dry-run", "--mpi", "openmpi", "--", "true", env=env)
     assert dry.returncode == 0, dry.stderr
     assert f"SLURM_HOSTFILE={m}/hostfile srun -m arbitrary -n 4" in dry.stdout
+
+
+def test_api_machine_takes_a_slurm_topology_conf(tmp_path):
+    """machine(network='slurm:FILE') as --network takes it: was "unknown network kind 'slurm'"."""
+    import rankmap
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n")
+    m = rankmap.machine("n[1-4]", "pack:1 core:2", network=f"slurm:{conf}")
+    assert m.nslots == 8 and "topology/tree" in m.describe()
+    t = rankmap.traffic([[0, 1] + [0] * 6] + [[0] * 8] * 7)
+    d = rankmap.write(tmp_path / "m", t, m, rankmap.map(t, m))
+    from rankmap.mapper import spec
+    assert spec.build(spec.load(d)).nslots == 8           # its machine.json rebuilds
