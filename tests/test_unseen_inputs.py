@@ -468,3 +468,17 @@ def test_api_machine_takes_a_slurm_topology_conf(tmp_path):
     d = rankmap.write(tmp_path / "m", t, m, rankmap.map(t, m))
     from rankmap.mapper import spec
     assert spec.build(spec.load(d)).nslots == 8           # its machine.json rebuilds
+
+
+def test_ranks_numbered_from_one_get_a_hint(tmp_path):
+    """A CSV numbering 64 ranks 1..64 is 65 ranks (rank 0 silent): "65 ranks but only 64
+    slots" alone left the user puzzled."""
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{i % 64 + 1},100\n" for i in range(1, 65)))
+    one_error_line(run_cli("map", t, "--nodes", "n[1-8]", "--node-topology", "pack:2 core:4", "--out", tmp_path / "m"),
+                   "65 ranks but only 64 slots on 8 node(s); add nodes, or use --oversubscribe N to put N ranks on "
+                   "each core; rank 0 sends and receives nothing, so the traffic may number its ranks from 1")
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 65},100\n" for i in range(65)))    # really 65
+    res = run_cli("map", t, "--nodes", "n[1-8]", "--node-topology", "pack:2 core:4", "--out", tmp_path / "m")
+    one_error_line(res, "65 ranks but only 64 slots")
+    assert "numbers its ranks from 1" not in res.stderr
