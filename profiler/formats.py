@@ -113,12 +113,13 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
         raise UserError(f"--format {fmt!r}: unknown traffic format; choose one of: {', '.join(READ_FORMATS)}")
     from rankmap.profiler.collectives import parse_model
     parse_model(collectives)          # a bad --collectives is an error for every format, not only profiles
+    detected = fmt == "auto"
     if fmt == "auto":
         fmt = detect(path)
     reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "smpi": lambda: _read_smpi(path, collectives),
               "mpip": lambda: _read_mpip(path),
               "csv": lambda: _read_csv(path), "treematch": lambda: _read_treematch(path),
-              "amfch": lambda: _read_amfch(path), "ompi": lambda: _read_ompi(path), "mtx": lambda: _read_mtx(path),
+              "amfch": lambda: _read_amfch(path, detected), "ompi": lambda: _read_ompi(path), "mtx": lambda: _read_mtx(path),
               "npz": lambda: _read_npz(path), "metis": lambda: _read_metis(path)}[fmt]
     if fmt != "profile" and not path.exists() and fmt != "ompi":
         raise UserError(f"{path}: no such file")
@@ -126,6 +127,12 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
         raise UserError(f"{path}: is a directory, not a {fmt} file (--format {fmt})")
     if fmt == "profile" and path.exists() and not path.is_dir():
         raise UserError(f"{path}: not a directory; --format profile reads a profiler run directory")
+    if fmt == "profile" and path.is_dir():
+        for marker, what in ((".rankmap-mapping", "a mapping (rankmap map --out)"),
+                             (".rankmap-platform", "a platform (rankmap platform --out)")):
+            if (path / marker).exists():       # the arguments swapped, or the wrong directory
+                raise UserError(f"{path}: {what}, not traffic; give the profile run directory or the traffic file "
+                                "first (rankmap evaluate TRAFFIC MAPPING...)")
     t = reader()
     t.bytes = check_matrix(t.bytes, str(path))
     return t
@@ -245,7 +252,11 @@ def _read_treematch(path: Path) -> Traffic:
     return Traffic(bytes=sp.csr_matrix(vals), source=str(path), format="treematch")
 
 
-def _read_amfch(path: Path) -> Traffic:
+KNOWN = ("a profile run directory, an SMPI trace, mpiP or src,dst,bytes CSV, a TreeMatch matrix, an Angara amfch "
+         "log, Open MPI monitoring dumps, MatrixMarket, NPZ or a METIS graph")
+
+
+def _read_amfch(path: Path, detected: bool = False) -> Traffic:
     """A square block of integer rows embedded in a program's output. Rows may carry a
     leading label ('3:' or 'rank 3:'). With several candidate blocks, the one after a line
     mentioning amfch is taken; otherwise the choice would be a guess and is refused."""
@@ -263,6 +274,13 @@ def _read_amfch(path: Path) -> Traffic:
             continue
         close(i)
         start, width = (i, k) if k is not None else (None, None)
+    if detected and not marks and len(blocks) != 1:
+        # nothing says amfch: the format could not be told (a JSON or XML file, a binding file...)
+        head = next((ln.strip() for ln in lines if ln.strip()), "")
+        kind = " (it looks like JSON)" if head[:1] in "{[" and head else " (it looks like XML)" \
+            if head.startswith("<") else ""
+        raise UserError(f"{path}: not a traffic file rankmap can tell{kind}; it reads {KNOWN} "
+                        "(pass --format if it is one of them)")
     if not blocks:
         raise UserError(f"{path}: no square matrix of integers found (expected the amfch_statistics "
                         "P x P matrix printed with AMFCH_STATISTICS_PRINT_MODE=2)")

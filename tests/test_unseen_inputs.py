@@ -482,3 +482,20 @@ def test_ranks_numbered_from_one_get_a_hint(tmp_path):
     res = run_cli("map", t, "--nodes", "n[1-8]", "--node-topology", "pack:2 core:4", "--out", tmp_path / "m")
     one_error_line(res, "65 ranks but only 64 slots")
     assert "numbers its ranks from 1" not in res.stderr
+
+
+# --------------------------------------------------------------------------- the wrong file as MATRIX
+
+@pytest.mark.parametrize("name, fragment", [
+    ("machine.json", "machine.json: not a traffic file rankmap can tell (it looks like JSON); it reads"),
+    ("binding.txt", "binding.txt: not a traffic file rankmap can tell; it reads"),
+    (".", "a mapping (rankmap map --out), not traffic; give the profile run directory or the traffic file first"),
+])
+def test_a_mapping_given_as_traffic_is_named(torus_mapping, tmp_path, name, fragment):
+    """A mapping's files as MATRIX (or evaluate's arguments swapped): "8 square integer
+    matrices found ... and none follows an amfch_statistics header", "no profile data
+    (no ranks.*.rmp file); was the profiler preloaded?"."""
+    src = torus_mapping / name if name != "." else torus_mapping
+    one_error_line(run_cli("map", src, *MACHINE, "--out", tmp_path / "m"), fragment)
+    if name == ".":
+        one_error_line(run_cli("evaluate", torus_mapping, RING4), fragment)
