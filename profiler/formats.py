@@ -9,7 +9,7 @@
 | amfch      | Angara MPI `amfch_statistics` (AMFCH_STATISTICS_PRINT_MODE=2) printed into a log: a P x P matrix of 64-bit words, rows = sources |
 | ompi       | Open MPI monitoring dump `PREFIX.<rank>.prof` (E = user point-to-point, I = what collectives sent) |
 | mtx        | MatrixMarket                                                          |
-| npz        | scipy.sparse.save_npz, or numpy .npz holding one square array         |
+| npz        | scipy.sparse.save_npz, numpy .npz holding one square array, or a .npy array |
 | metis      | METIS graph (symmetric; read back as half the edge weight each way)   |
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ def detect(path: Path) -> str:
             return "ompi"
         raise UserError(f"{path}: no such file or directory")
     suffix = path.suffix.lower()
-    if suffix == ".npz":
+    if suffix in (".npz", ".npy"):
         return "npz"
     if suffix == ".mtx":
         return "mtx"
@@ -396,6 +396,19 @@ def _read_mtx(path: Path) -> Traffic:
 
 
 def _read_npz(path: Path) -> Traffic:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError as e:
+        raise UserError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if head == b"\x93NUMPY":                   # one array saved with numpy.save
+        try:
+            a = np.load(str(path), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise UserError(f"{path}: not a readable .npy array ({validate.one_line(e)})") from None
+        return Traffic(bytes=_checked(a, path), source=str(path), format="npz")
+    if not head.startswith(b"PK"):             # else numpy takes it for a pickle and suggests loading it unsafely
+        raise UserError(f"{path}: not an .npz file (a zip archive of NumPy arrays) nor an .npy array")
     try:
         with np.load(str(path), allow_pickle=False) as z:
             names = list(z.files)

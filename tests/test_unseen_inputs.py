@@ -499,3 +499,17 @@ def test_a_mapping_given_as_traffic_is_named(torus_mapping, tmp_path, name, frag
     one_error_line(run_cli("map", src, *MACHINE, "--out", tmp_path / "m"), fragment)
     if name == ".":
         one_error_line(run_cli("evaluate", torus_mapping, RING4), fragment)
+
+
+def test_npy_arrays_and_non_npz_files(tmp_path):
+    """A .npy (numpy.save) was not read at all ('numpy.ndarray' object does not support the
+    context manager protocol); a text file read as npz got numpy's advice to load it
+    unsafely with allow_pickle."""
+    import numpy as np
+    np.save(tmp_path / "t.npy", np.roll(np.eye(4), 1, axis=1) * 1e3)
+    res = run_cli("map", tmp_path / "t.npy", *MACHINE, "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["traffic"]["ranks"] == 4
+    res = run_cli("map", RING4, "--format", "npz", *MACHINE, "--out", tmp_path / "m2")
+    one_error_line(res, "ring4.csv: not an .npz file (a zip archive of NumPy arrays) nor an .npy array")
+    assert "pickle" not in res.stderr
