@@ -513,3 +513,9 @@ def test_npy_arrays_and_non_npz_files(tmp_path):
     res = run_cli("map", RING4, "--format", "npz", *MACHINE, "--out", tmp_path / "m2")
     one_error_line(res, "ring4.csv: not an .npz file (a zip archive of NumPy arrays) nor an .npy array")
     assert "pickle" not in res.stderr
+
+
+def test_not_a_trace_index_read_as_one(tmp_path):
+    one_error_line(run_cli("map", graph(tmp_path, "% c\n4 4\n2 4\n1 3\n2 4\n1 3\n"), "--format", "smpi", *MACHINE,
+                           "--out", tmp_path / "m"),
+                   "the rank file % c is missing (an SMPI trace index lists one rank file per line: is this one?)")
