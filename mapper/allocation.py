@@ -18,11 +18,14 @@ from rankmap.profiler.errors import UserError
 CANDIDATES = 6
 
 
-def restrict(machine: Machine, nodes) -> Machine:
-    """The same machine reduced to some of its nodes (network coordinates kept)."""
+def restrict(machine: Machine, nodes, slots: np.ndarray | None = None) -> Machine:
+    """The same machine reduced to some of its nodes (network coordinates kept), and to some
+    of their slots (indices, ascending) if given."""
     from dataclasses import replace
     nodes = np.asarray(sorted(set(int(x) for x in nodes)))
     keep = np.isin(machine.slot_node, nodes)
+    if slots is not None:
+        keep &= np.isin(np.arange(machine.nslots), slots)
     remap = -np.ones(machine.nnodes, dtype=np.int64)
     remap[nodes] = np.arange(len(nodes))
     net = machine.network
@@ -31,6 +34,44 @@ def restrict(machine: Machine, nodes) -> Machine:
     return replace(machine, hosts=[machine.hosts[k] for k in nodes], topos=[machine.topos[k] for k in nodes],
                    network=net, slot_node=remap[machine.slot_node[keep]], slot_core=machine.slot_core[keep],
                    lvl=machine.lvl[keep])
+
+
+def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
+    """--fill spread: the machine reduced to nranks slots spread evenly over all its nodes (in
+    proportion to their slots, the largest remainders first) and, on each node, over its
+    packages and NUMA nodes (round robin, distinct cores before a core's second slot). The
+    search then moves ranks among these slots only, so the spread holds (on the whole machine
+    the local search packed them back). Returns (the reduced machine, its slots' indices in
+    the whole machine)."""
+    cap = node_capacity(machine)
+    quota = nranks * cap / cap.sum()
+    take = np.floor(quota).astype(np.int64)
+    extra = nranks - int(take.sum())
+    take[np.argsort(-(quota - take), kind="stable")[:extra]] += 1
+    keep = []
+    for k, slots in enumerate(machine.slots_by_node()):
+        t = machine.topos[k]
+        cores = machine.slot_core[slots]
+        occ = np.zeros(len(slots), dtype=np.int64)          # the how-many-th slot of its core
+        seen = {}
+        for i, c in enumerate(cores.tolist()):
+            occ[i] = seen.get(c, 0)
+            seen[c] = occ[i] + 1
+        groups = {}
+        for i in np.lexsort((cores, occ)):
+            groups.setdefault((t.core_package[cores[i]], t.core_numa[cores[i]]), []).append(slots[i])
+        queues = [list(q) for q in groups.values()]
+        chosen, i = [], 0
+        while len(chosen) < take[k]:
+            q = queues[i % len(queues)]
+            if q:
+                chosen.append(q.pop(0))
+            i += 1
+        keep += chosen
+    sel = np.sort(np.array(keep, dtype=np.int64))
+    # fewer ranks than nodes: the nodes left without a rank leave the machine (a node of no slots
+    # has no place in the machine tree)
+    return restrict(machine, np.unique(machine.slot_node[sel]), sel), sel
 
 
 def node_capacity(machine: Machine) -> np.ndarray:

@@ -53,8 +53,19 @@ def count(expr: str) -> int | None:
     return total
 
 
+def _commas(expr: str) -> str:
+    """Blanks between hostlists separate them, as in Slurm's own hostlists ('n[1-4] n[5-8]',
+    'n1, n2'): python-hostlist would keep them inside one name (and product 'n1 n5')."""
+    out, depth = [], 0
+    for part in re.split(r"(\[|\]|\s+)", expr.strip()):
+        depth += (part == "[") - (part == "]")
+        out.append("," if part.isspace() and depth == 0 else part.strip() if part.isspace() else part)
+    return re.sub(r",{2,}", ",", "".join(out))
+
+
 def expand(expr: str, where: str | None = None) -> list[str]:
     label = where or f"hostlist {expr!r}"
+    expr = _commas(expr)
     n = count(expr.strip())
     if n is not None and n > validate.MAX_NODES:
         raise UserError(f"{label}: names {n} hosts; rankmap handles at most {validate.MAX_NODES}")
@@ -103,6 +114,11 @@ def node_list(spec: str, option: str = "--nodes") -> list[str]:
         if _FILE_LIKE.search(spec) and "[" not in spec:
             raise UserError(f"{option} {spec}: no such file (a node list file); a host list looks like n[01-36]")
         hosts = expand(spec, f"{option} {spec!r}")
+    return no_duplicates(hosts, option)
+
+
+def no_duplicates(hosts: list[str], option: str) -> list[str]:
+    """Each host once: a host named twice would be two nodes with one name."""
     seen = set()
     dup = [h for h in hosts if h in seen or seen.add(h)]
     if dup:

@@ -66,7 +66,7 @@ def _xml_for(spec: str) -> str:
     elif Path(s).exists():
         if Path(s).is_dir():
             raise UserError(f"node topology {spec!r}: a directory, not an lstopo XML file")
-        validate.read_bytes(s, "lstopo XML file")     # readable, and not absurdly large
+        _check_xml(s, spec)          # readable, not absurdly large, XML with a <topology> root
         args = [LSTOPO, "--input", s, "--of", "xml", "-"]
     else:
         s = _synthetic(s, spec)
@@ -78,8 +78,25 @@ def _xml_for(spec: str) -> str:
         raise UserError(f"node topology {spec!r}: hwloc did not describe it within {LSTOPO_SECONDS} s") from None
     if res.returncode != 0 or "<topology" not in res.stdout:
         err = (res.stderr.strip().splitlines() or ["hwloc could not read it"])[-1]
+        if Path(s).is_file():        # hwloc's own words ("Invalid argument") do not say what is wrong
+            err = f"hwloc could not load this topology ({validate.one_line(err)}): an lstopo XML needs a Machine " \
+                  "object down to its PUs, as `lstopo --of xml` writes"
         raise UserError(f"node topology {spec!r}: {validate.one_line(err)}")
     return res.stdout
+
+
+def _check_xml(path: str, spec: str) -> None:
+    """An lstopo XML file: well-formed (a truncated copy is named with its line), its root a
+    <topology>. hwloc says only "Invalid argument" for either."""
+    data = validate.read_bytes(path, "lstopo XML file")
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as e:
+        raise UserError(f"{path}:{e.position[0]}: not well-formed XML ({validate.one_line(e)}); an lstopo XML file "
+                        f"(lstopo --of xml) was expected (--node-topology {spec!r})") from None
+    if root.tag != "topology":
+        raise UserError(f"{path}: XML whose root is <{root.tag}>, not an lstopo <topology> "
+                        f"(--node-topology {spec!r})")
 
 
 LSTOPO_SECONDS = 120

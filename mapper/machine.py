@@ -68,9 +68,9 @@ class Machine:
         return len(self.hosts)
 
     def describe(self) -> str:
-        kinds = {}
-        for h, t in zip(self.hosts, self.topos):
-            kinds.setdefault(t.describe(), []).append(h)
+        kinds, said = {}, {}
+        for h, t in zip(self.hosts, self.topos):     # nodes share a few topology objects: each described once
+            kinds.setdefault(said.get(id(t)) or said.setdefault(id(t), t.describe()), []).append(h)
         parts = [f"{hostnames.compress(hs)} ({k})" for k, hs in kinds.items()]
         net = self.network.describe() if self.network is not None else "one switch"
         costs = ", ".join(f"{n} {c:g}" for n, c in zip(self.level_names, self.level_costs))
@@ -115,8 +115,10 @@ class Machine:
             real = np.ones(L, dtype=np.int64)
             for lv in range(1, L):
                 # level lv is empty when each group one level up holds a single group of level lv
-                pairs = np.unique(self.lvl[:, [lv - 1, lv]], axis=0)
-                if len(pairs) == len(np.unique(self.lvl[:, lv - 1])):
+                a, b = self.lvl[:, lv - 1], self.lvl[:, lv]
+                o = np.lexsort((b, a))           # distinct (a, b) pairs: np.unique(axis=0) took 7 s at 3*10^6 slots
+                pairs = 1 + int(np.count_nonzero((np.diff(a[o]) != 0) | (np.diff(b[o]) != 0))) if len(o) else 0
+                if pairs == len(np.unique(a)):
                     real[lv] = 0
             above = np.concatenate([np.cumsum(real[::-1])[::-1], [0]])   # real levels at or below index l
             self.__dict__["_levels_above"] = above

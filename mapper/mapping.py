@@ -51,6 +51,13 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
         machine = allocation.restrict(machine, chosen_nodes)
         notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen "
                      f"({len(cands)} compact candidate(s) compared)")
+    full, sel = machine, None
+    if fill == "spread" and traffic.size < machine.nslots:
+        machine, sel = allocation.spread(machine, traffic.size)
+        over = f"all {full.nnodes} nodes" if machine.nnodes == full.nnodes else \
+            f"{machine.nnodes} of the {full.nnodes} nodes (one rank each)"
+        notes.append(f"--fill spread: the {traffic.size} ranks take {traffic.size} of the {full.nslots} slots, "
+                     f"spread evenly over {over} and their packages (block and cyclic over the same slots)")
     timing = predictor = None
     if parallel is not None:
         from rankmap.mapper.parallel import map_parallel
@@ -65,7 +72,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
         "rankmap_version": VERSION,
         "traffic": {"source": str(traffic.source), "format": traffic.format, "ranks": traffic.size,
                     "bytes": float(traffic.offdiag().sum()), "pairs": int(graph.W.nnz // 2)},
-        "machine": machine.describe(),
+        "machine": full.describe(),
         "mode": mode,
         "nodes": machine.hosts,
         "algorithm": res.algorithm, "seed": seed, "chosen": res.chosen, "fell_back": res.fell_back,
@@ -83,10 +90,10 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     extra = (lambda tmp: _plots(tmp, traffic, machine, {"rankmap": res.slot_of_rank,
                                                          "block": np.arange(traffic.size, dtype=np.int64)},
                                 check=False)) if plots_on else None
-    path = writers.write_mapping(target, res.slot_of_rank, machine, rep, mspec.frozen(spec, machine), force,
-                                 extra=extra)
+    slots = res.slot_of_rank if sel is None else sel[res.slot_of_rank]      # slots of the whole machine
+    path = writers.write_mapping(target, slots, full, rep, mspec.frozen(spec, full), force, extra=extra)
     if console is not None:
-        console.print(f"[bold]rankmap map[/bold] {traffic.size} ranks ({traffic.format}) onto {machine.describe()}")
+        console.print(f"[bold]rankmap map[/bold] {traffic.size} ranks ({traffic.format}) onto {full.describe()}")
         for n in notes:
             console.print(f"  note: {n}")
         console.print(report.table(report.strip_lists(results), f"{res.chosen}, seed {seed}, "

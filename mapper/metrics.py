@@ -24,6 +24,8 @@ import scipy.sparse as sp
 
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.network import Hierarchy
+from rankmap.profiler import validate
+from rankmap.profiler.errors import UserError
 from rankmap.profiler.formats import symmetric
 
 
@@ -78,6 +80,31 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray
         total = loads if total is None else total + loads
     return total if total is not None else _node_pair_loads(np.zeros(0, np.int64), np.zeros(0, np.int64),
                                                             np.zeros(0), machine)
+
+
+def placement(slot_of_rank, machine: Machine, n: int | None = None) -> np.ndarray:
+    """A mapping a caller gives (a list or array of slots, one per rank), checked: n ranks
+    (when n is given), every slot one of the machine's, no slot taken twice (a core takes
+    several ranks only through --oversubscribe, as several slots)."""
+    try:
+        s = np.asarray(slot_of_rank)
+    except (ValueError, TypeError):
+        s = np.zeros((0, 0))
+    if s.ndim != 1 or (len(s) and s.dtype.kind not in "iu"):
+        raise UserError(f"a mapping is one whole-number slot per rank, not {validate.show(slot_of_rank)}")
+    if n is not None and len(s) != n:
+        raise UserError(f"the mapping has {len(s)} ranks, the traffic has {n}")
+    s = s.astype(np.int64)
+    bad = np.flatnonzero((s < 0) | (s >= machine.nslots))
+    if len(bad):
+        raise UserError(f"rank {bad[0]}: slot {s[bad[0]]} is not a slot of the machine (0..{machine.nslots - 1})")
+    order = np.argsort(s, kind="stable")
+    same = np.flatnonzero(s[order][1:] == s[order][:-1])
+    if len(same):
+        a, b = sorted(order[same[0]:same[0] + 2])
+        raise UserError(f"ranks {a} and {b} both take slot {s[a]} (one rank per slot; --oversubscribe gives a core "
+                        "several slots)")
+    return s
 
 
 def evaluate(M: sp.spmatrix | Pairs, machine: Machine, slot: np.ndarray) -> dict:

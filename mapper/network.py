@@ -571,6 +571,9 @@ def switch_tree(arities_text: str, nodes: int, oversub: str | None = None,
         except ValueError:
             raise UserError(f"bad oversubscription {oversub!r}; expected e.g. 2 or 1x2 (one ratio per switch "
                             "level below the top, top to bottom)") from None
+        if len(ar) == 1:
+            raise UserError(f"oversubscription {oversub!r}: a 1-level fat tree ({arities_text}: one switch) has no "
+                            "uplinks to oversubscribe; drop :oversub=, or give the levels (e.g. fat-tree:2x4:oversub=2)")
         if len(ratios) == 1:
             ratios = [1.0] * (len(ar) - 2) + ratios
         if len(ratios) != len(ar) - 1 or any(not np.isfinite(r) or r < 1 for r in ratios):

@@ -129,7 +129,7 @@ def map_parallel(traffic: Traffic, machine: Machine, run: Callable[[Path, Path, 
     from rankmap.mapper.refine import Problem
     t0 = time.monotonic()
     n = traffic.size
-    check_fits(n, machine)
+    check_fits(n, machine, traffic)
     graph = graph or from_traffic(traffic)
     W = graph.W
     notes, timing = [], {}

@@ -7,6 +7,7 @@ split (into cores) keeps the order."""
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -90,16 +91,17 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
-          verdict: dict | None = None, units: bool = False, keep: tuple | None = None) -> np.ndarray:
+          verdict: dict | None = None, units: bool = False, keep: tuple | None = None,
+          deadline: float | None = None) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
     return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units,
-                            keep=keep)[0][1]
+                            keep=keep, deadline=deadline)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
                      only_part: bool = False, verdict: dict | None = None, units: bool = False,
-                     keep: tuple | None = None) -> list:
+                     keep: tuple | None = None, deadline: float | None = None) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -109,7 +111,8 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     graph induce sparser random graphs, which pass the test, and KaHIP and Mt-KaHyPar then
     took seconds per split for nothing: 20k random ranks 6.5 s, 3x 50k's). units: the
     graph's vertices are units of work, many per core (units_of_work). keep: which of the
-    plan's partitioners may run (None: all; "metis" always does)."""
+    plan's partitioners may run (None: all; "metis" always does). deadline (time.monotonic(),
+    --time-limit): past it no further partitioner starts (METIS's split always stands)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units) if keep is None or h in keep + ("metis",)]
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
@@ -131,19 +134,21 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         verdict.setdefault("structured", bool(found))
         if not found:
             how = ["metis"]
-    if "kahip" in how:
+    def late() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+    if "kahip" in how and not late():
         cands.append(backends.kahip(sub.indptr, sub.col, sub.w, caps, seed))
     if "mtkahypar" in how or "vcycles" in how:
         once = sub.row < sub.col
         mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed)
-    if "mtkahypar" in how:
+    if "mtkahypar" in how and not late():
         cands.append(mt.partition())
     out, seen = [], set()
     for part in cands:
         if part is None:
             continue
         part = repair(sub, part, caps)
-        for p in ((part, mt.improve(part)) if "vcycles" in how else (part,)):
+        for p in ((part, mt.improve(part)) if "vcycles" in how and not late() else (part,)):
             p = repair(sub, p, caps)
             key = _canonical(p)
             if key not in seen:
@@ -208,7 +213,10 @@ def units_of_work(n: int, machine: Machine) -> bool:
     """Whether n ranks on this machine are units of work, many per core (--oversubscribe
     for a graph partition, as in the field's standard benchmark): backends.plan then affords
     the partitioners' strong settings on bigger graphs (backends.UNITS_PER_CORE)."""
-    cores = np.unique(machine.slot_node * (int(machine.slot_core.max()) + 1) + machine.slot_core).size
+    cores = machine.__dict__.get("_cores")      # a property of the machine: computed once (O(slots))
+    if cores is None:
+        cores = np.unique(machine.slot_node * (int(machine.slot_core.max()) + 1) + machine.slot_core).size
+        machine.__dict__["_cores"] = cores
     return n >= backends.UNITS_PER_CORE * cores
 
 
@@ -219,9 +227,11 @@ LIGHT_BELOW = ("metis",)
 
 
 def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill: str = "packed",
-                 ranks: np.ndarray | None = None, light: bool = False) -> np.ndarray:
+                 ranks: np.ndarray | None = None, light: bool = False, deadline: float | None = None) -> np.ndarray:
     """slot_of_rank for the ranks (default all) placed under `root`. light: a cheaper
     partitioning (LIGHT_FIRST, LIGHT_BELOW), another seed's start next to a full one.
+    deadline (time.monotonic(), --time-limit): the splits after it get METIS alone (the
+    strong portfolio took a minute on a 16k-vertex social graph on an 8x8x8 torus).
 
     The tree is processed breadth-first, so that when a subtree's ranks are split every
     other rank already sits in some subtree of the same depth; the parts are then given to
@@ -255,7 +265,9 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 part = in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
                 keep = (LIGHT_FIRST if len(rk) == len(ranks) else LIGHT_BELOW) if light else None
-                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep)
+                if deadline is not None and time.monotonic() > deadline:
+                    keep = LIGHT_BELOW
+                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep, deadline)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]

@@ -81,10 +81,16 @@ def effort(n: int, nslots: int) -> Effort:
     return Effort(1, 0, 0, False)
 
 
-def check_fits(n: int, machine: Machine) -> None:
+def check_fits(n: int, machine: Machine, traffic: Traffic | None = None) -> None:
     if n > machine.nslots:
+        hint = ""
+        if traffic is not None and n - 1 <= machine.nslots:
+            M = traffic.bytes.tocsr()
+            if M.indptr[1] == 0 and not (M.indices == 0).any():    # rank 0 silent: numbered from 1?
+                hint = (f"; rank 0 sends and receives nothing, so the traffic may number its ranks from 1: MPI "
+                        f"ranks start at 0, renumber them (ranks 0..{n - 2})")
         raise UserError(f"{n} ranks but only {machine.nslots} slots on {machine.nnodes} node(s); add nodes, "
-                        "or use --oversubscribe N to put N ranks on each core")
+                        f"or use --oversubscribe N to put N ranks on each core{hint}")
 
 
 def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: int = 0, tries: int | None = None,
@@ -99,7 +105,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         raise UserError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     t0 = time.monotonic()
     n = traffic.size
-    check_fits(n, machine)
+    check_fits(n, machine, traffic)
     graph = graph or from_traffic(traffic)
     notes = []
     comps, isolated = graph.components()
@@ -132,7 +138,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         sd = seed + t
         if algorithm == "metis":
             light = t > 0 and tries is None and machine.nslots > TABU_SLOTS     # effort's extra starts only
-            return "metis", hierarchical(graph, machine, root, sd, fill, light=light), sd
+            return "metis", hierarchical(graph, machine, root, sd, fill, light=light,
+                                         deadline=deadline if time_limit is not None else None), sd
         if algorithm == "scotch":
             from rankmap.mapper.scotch import scotch_map
             return "scotch", scotch_map(graph, machine, sd), sd
@@ -151,10 +158,15 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         nstarts = max(tries, work.starts)
     else:
         nstarts = work.starts
-    starts = [make(t) for t in range(nstarts)]
+    starts = []
+    for t in range(nstarts):
+        if t and time.monotonic() > deadline:       # --time-limit: no further partitioning
+            timed_out = True
+            break
+        starts.append(make(t))
     if algorithm == "metis":
         from rankmap.mapper.partition import network_start
-        net = network_start(graph, machine, seed)
+        net = network_start(graph, machine, seed) if time.monotonic() < deadline else None
         if net is not None:
             starts.append(("network", net, seed))
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)

@@ -19,6 +19,7 @@ half a mapping, and an existing one is replaced only when it is a mapping (its m
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,12 +175,49 @@ def read_placement(path: str | Path) -> Placement:
     if len(first) >= 3 and first[0].isdigit():
         hosts, cores = _binding_rows(p, lines)
         return Placement(p, hosts, cores)
+    if first[0] == "rank":
+        hosts, cores = _binding_rows(p, _rankfile_rows(p, lines))
+        return Placement(p, hosts, cores)
     hosts = []
     for lineno, ln in enumerate(lines, 1):
         if ln.strip() and not ln.lstrip().startswith("#"):
-            hosts.append(hostnames.check_name(ln.split()[0].split(":")[0], f"{p}:{lineno}"))
+            where = f"{p}:{lineno}"
+            host, colon, k = ln.split()[0].partition(":")     # a machinefile's host:k: its next k ranks
+            k = valid.integer(k, where, "ranks (host:k)", 1, valid.MAX_RANKS, float_form=False) if colon else 1
+            hosts += [hostnames.check_name(host, where)] * k
+            valid.rank_count(len(hosts), str(p))
     valid.rank_count(len(hosts), str(p))
     return Placement(p, hosts, None)
+
+
+_RANKFILE = re.compile(r"^\s*rank\s+(\S+?)\s*=\s*(\S+)\s+slot\s*=\s*(\S+)\s*$")
+
+
+def _rankfile_rows(path: Path, lines: list[str]) -> list[str]:
+    """An Open MPI rankfile (`rank R=host slot=C`, what `rankmap map` writes) as binding rows
+    `R host C`, line for line (errors keep their line numbers)."""
+    out = []
+    for lineno, ln in enumerate(lines, 1):
+        if not ln.strip() or ln.lstrip().startswith("#"):
+            out.append("")
+            continue
+        m = _RANKFILE.match(ln)
+        if not m:
+            raise UserError(f"{path}:{lineno}: expected an Open MPI rankfile line 'rank R=host slot=CORE'")
+        out.append(f"{m.group(1)} {m.group(2)} {m.group(3)}")
+    return out
+
+
+def _ranges(xs: list[int]) -> str:
+    """0-3,6: a sorted list of whole numbers, as ranges."""
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(f"{xs[i]}" if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
 def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np.ndarray:
@@ -195,6 +233,11 @@ def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np
         node = index[host]
         core = pl.cores[r][0] if pl.cores is not None else None
         cands = [s for s in free[node] if core is None or machine.slot_core[s] == core]
+        if not cands and core is not None:
+            have = sorted(set(machine.slot_core[machine.slots_by_node()[node]].tolist()))
+            if core not in have:
+                raise UserError(f"{pl.source}: rank {r}: {host} has no core {core} in this machine (its cores: "
+                                f"{_ranges(have)})")
         if not cands:
             what = f"core {core} of {host}" if core is not None else host
             raise UserError(f"{pl.source}: rank {r}: no free slot left on {what} (more ranks than slots there)")

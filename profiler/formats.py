@@ -9,7 +9,7 @@
 | amfch      | Angara MPI `amfch_statistics` (AMFCH_STATISTICS_PRINT_MODE=2) printed into a log: a P x P matrix of 64-bit words, rows = sources |
 | ompi       | Open MPI monitoring dump `PREFIX.<rank>.prof` (E = user point-to-point, I = what collectives sent) |
 | mtx        | MatrixMarket                                                          |
-| npz        | scipy.sparse.save_npz, or numpy .npz holding one square array         |
+| npz        | scipy.sparse.save_npz, numpy .npz holding one square array, or a .npy array |
 | metis      | METIS graph (symmetric; read back as half the edge weight each way)   |
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ def detect(path: Path) -> str:
             return "ompi"
         raise UserError(f"{path}: no such file or directory")
     suffix = path.suffix.lower()
-    if suffix == ".npz":
+    if suffix in (".npz", ".npy"):
         return "npz"
     if suffix == ".mtx":
         return "mtx"
@@ -95,7 +95,8 @@ def _looks_like_metis(text: str) -> bool:
     body = lines[1:]
     while len(body) > n and not body[-1].strip():
         body.pop()
-    return len(body) == n and not (len(head) == n)  # a 2x2 or 3x3 dense matrix is not a header
+    # a 2x2 or 3x3 dense matrix is not a header (a 2- or 3-vertex graph's lists are not such a matrix)
+    return len(body) == n and not (len(head) == n and _whole_matrix(text) is not None)
 
 
 # --------------------------------------------------------------------------- readers
@@ -112,12 +113,13 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
         raise UserError(f"--format {fmt!r}: unknown traffic format; choose one of: {', '.join(READ_FORMATS)}")
     from rankmap.profiler.collectives import parse_model
     parse_model(collectives)          # a bad --collectives is an error for every format, not only profiles
+    detected = fmt == "auto"
     if fmt == "auto":
         fmt = detect(path)
     reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "smpi": lambda: _read_smpi(path, collectives),
               "mpip": lambda: _read_mpip(path),
               "csv": lambda: _read_csv(path), "treematch": lambda: _read_treematch(path),
-              "amfch": lambda: _read_amfch(path), "ompi": lambda: _read_ompi(path), "mtx": lambda: _read_mtx(path),
+              "amfch": lambda: _read_amfch(path, detected), "ompi": lambda: _read_ompi(path), "mtx": lambda: _read_mtx(path),
               "npz": lambda: _read_npz(path), "metis": lambda: _read_metis(path)}[fmt]
     if fmt != "profile" and not path.exists() and fmt != "ompi":
         raise UserError(f"{path}: no such file")
@@ -125,6 +127,12 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
         raise UserError(f"{path}: is a directory, not a {fmt} file (--format {fmt})")
     if fmt == "profile" and path.exists() and not path.is_dir():
         raise UserError(f"{path}: not a directory; --format profile reads a profiler run directory")
+    if fmt == "profile" and path.is_dir():
+        for marker, what in ((".rankmap-mapping", "a mapping (rankmap map --out)"),
+                             (".rankmap-platform", "a platform (rankmap platform --out)")):
+            if (path / marker).exists():       # the arguments swapped, or the wrong directory
+                raise UserError(f"{path}: {what}, not traffic; give the profile run directory or the traffic file "
+                                "first (rankmap evaluate TRAFFIC MAPPING...)")
     t = reader()
     t.bytes = check_matrix(t.bytes, str(path))
     return t
@@ -244,7 +252,11 @@ def _read_treematch(path: Path) -> Traffic:
     return Traffic(bytes=sp.csr_matrix(vals), source=str(path), format="treematch")
 
 
-def _read_amfch(path: Path) -> Traffic:
+KNOWN = ("a profile run directory, an SMPI trace, mpiP or src,dst,bytes CSV, a TreeMatch matrix, an Angara amfch "
+         "log, Open MPI monitoring dumps, MatrixMarket, NPZ or a METIS graph")
+
+
+def _read_amfch(path: Path, detected: bool = False) -> Traffic:
     """A square block of integer rows embedded in a program's output. Rows may carry a
     leading label ('3:' or 'rank 3:'). With several candidate blocks, the one after a line
     mentioning amfch is taken; otherwise the choice would be a guess and is refused."""
@@ -262,6 +274,13 @@ def _read_amfch(path: Path) -> Traffic:
             continue
         close(i)
         start, width = (i, k) if k is not None else (None, None)
+    if detected and not marks and len(blocks) != 1:
+        # nothing says amfch: the format could not be told (a JSON or XML file, a binding file...)
+        head = next((ln.strip() for ln in lines if ln.strip()), "")
+        kind = " (it looks like JSON)" if head[:1] in "{[" and head else " (it looks like XML)" \
+            if head.startswith("<") else ""
+        raise UserError(f"{path}: not a traffic file rankmap can tell{kind}; it reads {KNOWN} "
+                        "(pass --format if it is one of them)")
     if not blocks:
         raise UserError(f"{path}: no square matrix of integers found (expected the amfch_statistics "
                         "P x P matrix printed with AMFCH_STATISTICS_PRINT_MODE=2)")
@@ -369,14 +388,27 @@ def _read_mtx(path: Path) -> Traffic:
             if "array" in banner and sizes[0] * sizes[1] > 1 << 28:
                 raise UserError(f"{path}: a dense {sizes[0]} x {sizes[1]} matrix is too large; use the coordinate "
                                 "format")
-    try:
-        m = scipy.io.mmread(str(path))
+    try:         # from the bytes read above: a gzip-compressed file is decompressed already
+        m = scipy.io.mmread(io.BytesIO(validate.read_bytes(path, "traffic file")))
     except (ValueError, OSError, IndexError, TypeError, OverflowError, EOFError) as e:
         raise UserError(f"{path}: not a readable MatrixMarket file ({validate.one_line(e)})") from None
     return Traffic(bytes=_checked(m, path), source=str(path), format="mtx")
 
 
 def _read_npz(path: Path) -> Traffic:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError as e:
+        raise UserError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if head == b"\x93NUMPY":                   # one array saved with numpy.save
+        try:
+            a = np.load(str(path), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise UserError(f"{path}: not a readable .npy array ({validate.one_line(e)})") from None
+        return Traffic(bytes=_checked(a, path), source=str(path), format="npz")
+    if not head.startswith(b"PK"):             # else numpy takes it for a pickle and suggests loading it unsafely
+        raise UserError(f"{path}: not an .npz file (a zip archive of NumPy arrays) nor an .npy array")
     try:
         with np.load(str(path), allow_pickle=False) as z:
             names = list(z.files)
@@ -443,12 +475,43 @@ def _read_metis(path: Path) -> Traffic:
             u = validate.integer(toks[j], where, "neighbour", 1, n, float_form=False) - 1
             w = validate.integer(toks[j + 1], where, "edge weight", 0, float_form=False) if has_ew else 1
             rows.append(v), cols.append(u), vals.append(w)
-    W = sp.coo_matrix((np.array(vals, float), (rows, cols)), shape=(n, n)).tocsr()
-    if W.nnz != 2 * m:
-        raise UserError(f"{path}: header says {m} edges, the adjacency lists hold {W.nnz / 2:g}")
-    if (W != W.T).nnz:
-        raise UserError(f"{path}: the graph is not symmetric (an edge is listed with different weights or once)")
-    return Traffic(bytes=W * 0.5, source=str(path), format="metis", notes=["METIS graph: half of each edge weight per direction"])
+    line_of = [lineno for lineno, _ in body]
+    r, c, w = np.array(rows, np.int64), np.array(cols, np.int64), np.array(vals, float)
+    notes = ["METIS graph: half of each edge weight per direction"]
+    loops = r == c
+    nloops = int(loops.sum())
+    if nloops:       # METIS refuses them; other tools write a rank's traffic to itself: it is not mapped
+        notes.append(f"METIS graph: {nloops} self loop(s) (a vertex listing itself) left out")
+        r, c, w = r[~loops], c[~loops], w[~loops]
+    if has_vw or has_vsize:
+        notes.append("METIS graph: vertex weights and sizes are not used (each vertex is one rank)")
+    # each edge once in each of its two lists, with one weight: checked entry by entry, so that
+    # the error names the lines (summing first would hide a duplicate, and a count cannot say where)
+    key = r * n + c
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    dup = np.flatnonzero(ks[1:] == ks[:-1])
+    if len(dup):
+        i = order[dup[0] + 1]
+        raise UserError(f"{path}:{line_of[r[i]]}: vertex {r[i] + 1} lists neighbour {c[i] + 1} twice (a METIS graph "
+                        "holds each edge once in each of its vertices' lists)")
+    pos = np.minimum(np.searchsorted(ks, c * n + r), max(len(ks) - 1, 0))
+    back = ks[pos] == c * n + r if len(ks) else np.ones(0, bool)
+    if not back.all():
+        i = int(np.flatnonzero(~back)[0])
+        raise UserError(f"{path}:{line_of[r[i]]}: vertex {r[i] + 1} lists neighbour {c[i] + 1}, but vertex {c[i] + 1} "
+                        f"(line {line_of[c[i]]}) does not list {r[i] + 1}: the graph is not symmetric (a METIS graph "
+                        "lists each edge in both of its vertices' lists)")
+    wback = w[order][pos]
+    if has_ew and np.any(wback != w):
+        i = int(np.flatnonzero(wback != w)[0])
+        raise UserError(f"{path}:{line_of[r[i]]}: edge {r[i] + 1}-{c[i] + 1} has weight {w[i]:.0f} here and "
+                        f"{wback[i]:.0f} at line {line_of[c[i]]}: the graph is not symmetric")
+    if 2 * m not in (len(r), len(r) + nloops, len(r) + 2 * nloops):
+        raise UserError(f"{path}: header says {m} edges, the adjacency lists hold {len(r) // 2}" +
+                        (f" (and {nloops} self loop(s))" if nloops else ""))
+    W = sp.coo_matrix((w, (r, c)), shape=(n, n)).tocsr()
+    return Traffic(bytes=W * 0.5, source=str(path), format="metis", notes=notes)
 
 
 # --------------------------------------------------------------------------- writers
@@ -494,6 +557,9 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
                 f.write("src,dst,bytes\n" if units == "bytes" else "src,dst,words\n")
                 for i, j, v in zip(c.row, c.col, c.data):
                     f.write(f"{i},{j},{_fmt_num(v * scale)}\n")
+                last = m.shape[0] - 1       # a CSV's size is its highest rank: a silent last rank keeps its row
+                if not c.nnz or max(c.row.max(), c.col.max()) < last:
+                    f.write(f"{last},{last},0\n")
         elif fmt == "npz":
             with open(tmp, "wb") as f:
                 sp.save_npz(f, m * scale)

@@ -75,7 +75,8 @@ def rank_files(index: Path) -> list[Path]:
         cands = [p, index.parent / p, index.parent / p.parent.name / p.name]
         hit = next((c for c in cands if c.is_file()), None)
         if hit is None:
-            raise UserError(f"{index}: the rank file {validate.one_line(ln)[:200]} is missing")
+            hint = "" if ln.endswith(".txt") else " (an SMPI trace index lists one rank file per line: is this one?)"
+            raise UserError(f"{index}: the rank file {validate.one_line(ln)[:200]} is missing{hint}")
         out.append(hit)
 
     def rank_of(p: Path) -> int:

@@ -52,7 +52,7 @@ def check_matrix(m: sp.spmatrix, where: str) -> sp.csr_matrix:
     from rankmap.profiler import validate
     shape = getattr(m, "shape", ())
     if len(shape) != 2 or shape[0] != shape[1]:
-        raise UserError(f"{where}: the traffic matrix must be square, got {' x '.join(map(str, shape))}")
+        raise UserError(f"{where}: the traffic matrix must be square, got {' x '.join(map(str, shape)) or 'one value'}")
     validate.rank_count(int(shape[0]), where)
     if np.dtype(m.dtype).kind not in "biuf":
         raise UserError(f"{where}: the traffic matrix holds {m.dtype} values, not numbers of bytes")

@@ -181,11 +181,38 @@ def read_bytes(path, what: str = "file") -> bytes:
         if size > MAX_TEXT_BYTES:
             raise UserError(f"{p}: {size / 2 ** 30:.1f} GiB; a {what} larger than {MAX_TEXT_BYTES >> 30} GiB is "
                             "refused")
-        return p.read_bytes()
+        data = p.read_bytes()
+        return _gunzip(data, p, what) if data[:2] == b"\x1f\x8b" else data
     except FileNotFoundError:
         raise UserError(f"{p}: no such file") from None
     except OSError as e:
         raise UserError(f"{p}: cannot read it ({e.strerror or e})") from None
+
+
+def _gunzip(data: bytes, p: Path, what: str) -> bytes:
+    """A gzip-compressed input (graph collections ship .gz files), decompressed within the
+    same size limit as a plain one (every member of a concatenated file)."""
+    import zlib
+    out, size = [], 0
+    while data[:2] == b"\x1f\x8b":
+        z = zlib.decompressobj(wbits=31)
+        try:
+            while data:
+                chunk = z.decompress(data, 1 << 24)
+                size += len(chunk)
+                if size > MAX_TEXT_BYTES:
+                    raise UserError(f"{p}: more than {MAX_TEXT_BYTES >> 30} GiB once decompressed; a {what} larger "
+                                    f"than that is refused")
+                out.append(chunk)
+                data = z.unconsumed_tail
+                if z.eof:
+                    break
+        except zlib.error as e:
+            raise UserError(f"{p}: a damaged gzip file ({e}); expected a {what}") from None
+        if not z.eof:
+            raise UserError(f"{p}: a truncated gzip file; expected a {what}")
+        data = z.unused_data
+    return b"".join(out) + data
 
 
 def read_text(path, what: str = "text file") -> str:

@@ -36,9 +36,16 @@ def traffic(matrix, source: str = "matrix"):
     """
     import numpy as np
     import scipy.sparse as sp
+    from rankmap.profiler import validate
+    from rankmap.profiler.errors import UserError
     from rankmap.profiler.traffic import Traffic, check_matrix
-    m = matrix if sp.issparse(matrix) else sp.csr_matrix(np.asarray(matrix, dtype=np.float64))
-    return Traffic(bytes=check_matrix(m, source), source=source, format="matrix")
+    if not sp.issparse(matrix):       # as it is: a complex, text or 3-D array is refused, not cast
+        try:
+            a = np.asarray(matrix)
+        except (ValueError, TypeError) as e:
+            raise UserError(f"{source}: not a matrix ({validate.one_line(e)})") from None
+        matrix = sp.csr_matrix(a) if a.ndim == 2 and a.dtype.kind in "biuf" else a
+    return Traffic(bytes=check_matrix(matrix, source), source=source, format="matrix")
 
 
 def read_traffic(path, format: str = "auto", collectives: str = "auto", allow_partial: bool = False):
@@ -61,11 +68,25 @@ def machine(nodes, node_topology, *, torus=None, mesh=None, coords=None, network
     24
     """
     from rankmap.mapper import hostnames, spec
-    hosts = hostnames.expand(nodes) if isinstance(nodes, str) else list(nodes)
-    topos = [node_topology] if isinstance(node_topology, str) else list(node_topology)
+    from rankmap.profiler.errors import UserError
+    if isinstance(nodes, str):
+        hosts = hostnames.expand(nodes, f"nodes {nodes!r}")
+    elif isinstance(nodes, (list, tuple)) and all(isinstance(h, str) for h in nodes):
+        hosts = [hostnames.check_name(h, "nodes") for h in nodes]
+    else:
+        raise UserError(f"nodes {nodes!r:.60}: expected a hostlist such as 'n[1-4]' or a list of host names")
+    hostnames.no_duplicates(hosts, "nodes")
+    if isinstance(node_topology, str):
+        topos = [node_topology]
+    elif isinstance(node_topology, (list, tuple)) and node_topology and all(isinstance(t, str) for t in node_topology):
+        topos = list(node_topology)
+    else:
+        raise UserError(f"node_topology {node_topology!r:.60}: expected 'pack:2 core:6', an lstopo XML file, or a "
+                        "list of 'HOSTLIST=SPEC'")
+    from rankmap.slurm.nodes import network_of     # 'slurm' and 'slurm:FILE' as --network takes them
     return spec.build(spec.make(hosts, topos, torus=torus, mesh=mesh, coords=coords, level_costs=level_costs,
                                 hop_cost=hop_cost, ranks_per_node=ranks_per_node, oversubscribe=oversubscribe,
-                                network=network))
+                                network=network_of(network, hosts) if isinstance(network, str) else network))
 
 
 def map(traffic, machine, *, seed: int = 0, algorithm: str = "metis", time_limit=None):  # noqa: A001
@@ -73,6 +94,10 @@ def map(traffic, machine, *, seed: int = 0, algorithm: str = "metis", time_limit
     machine per rank), `cost` (the mapping cost), `chosen` (which start won) and `notes`.
     The same seed gives the same mapping."""
     from rankmap.mapper import solve
+    from rankmap.profiler import validate
+    seed = validate.integer(seed, "seed", "seed", 0, 10 ** 9, float_form=False)     # what --seed takes
+    if time_limit is not None:
+        time_limit = validate.number(time_limit, "time_limit", "seconds", 0.0, lo_open=True)
     return solve.solve(traffic, machine, algorithm=algorithm, seed=seed, time_limit=time_limit)
 
 
@@ -80,20 +105,22 @@ def evaluate(traffic, machine, slot_of_rank) -> dict:
     """The metrics of a mapping (docs/mapper.md): sum_com, hop-bytes, dilation, link loads,
     internode_fraction, ..."""
     from rankmap.mapper import metrics
-    return metrics.evaluate(traffic.bytes, machine, slot_of_rank)
+    return metrics.evaluate(traffic.bytes, machine, metrics.placement(slot_of_rank, machine, traffic.size))
 
 
 def hosts(machine, slot_of_rank) -> list:
     """The host of each rank."""
-    return [machine.hosts[machine.slot_node[s]] for s in slot_of_rank]
+    from rankmap.mapper import metrics
+    return [machine.hosts[machine.slot_node[s]] for s in metrics.placement(slot_of_rank, machine)]
 
 
 def write(out, traffic, machine, result, force: bool = False):
     """The mapping directory the launchers read (hostfile, binding.txt, rankfile,
     machinefile, collective-order.txt, report.json, machine.json). Returns its path."""
-    from rankmap.mapper import report, spec, writers
+    from rankmap.mapper import metrics, report, spec, writers
     if machine.spec is None:
         raise ValueError("write() needs a machine made by rankmap.machine() (it records its description)")
+    metrics.placement(result.slot_of_rank, machine, traffic.size)
     rep = {"cost": result.cost, "chosen": result.chosen, "notes": list(result.notes),
            "metrics": report.compare(traffic.bytes, machine, {"rankmap": result.slot_of_rank})}
     return writers.write_mapping(out, result.slot_of_rank, machine, rep, spec.frozen(machine.spec, machine), force)

@@ -12,11 +12,39 @@ from rankmap.slurm import cluster
 
 MACHINE_OPTIONS = ("nodes", "topologies", "network", "torus", "mesh", "coords", "switches", "level_costs",
                    "hop_cost", "ranks_per_node", "machine_file")
+FLAGS = {"nodes": "--nodes", "topologies": "--node-topology", "network": "--network", "torus": "--torus",
+         "mesh": "--mesh", "coords": "--coords", "switches": "--switch-tree", "level_costs": "--level-costs",
+         "hop_cost": "--hop-cost", "ranks_per_node": "--ranks-per-node", "oversubscribe": "--oversubscribe"}
+TORI = ("torus", "mesh", "tofu")     # --network kinds whose links --hop-cost prices
 
 
 def given(opts: dict) -> bool:
     """True when the options describe any part of the machine."""
     return any(opts.get(k) for k in MACHINE_OPTIONS) or (opts.get("oversubscribe") or 1) > 1
+
+
+def machine_file_alone(opts: dict, flag: str = "--machine") -> None:
+    """A machine file describes the whole machine: another machine option beside it would be
+    silently ignored (a --torus that changes nothing), so it is an error."""
+    extra = [FLAGS[k] for k in FLAGS if k != "oversubscribe" and opts.get(k)]
+    if (opts.get("oversubscribe") or 1) > 1:
+        extra.append("--oversubscribe")
+    if extra:
+        raise UserError(f"{flag} {opts['machine_file']} describes the whole machine; {', '.join(extra)} would be "
+                        f"ignored: drop {'them' if len(extra) > 1 else 'it'}, or drop {flag} and describe the machine "
+                        "with options alone")
+
+
+def _hop_cost_needs_torus(opts: dict) -> None:
+    """--hop-cost prices the links of a torus or mesh; on any other network it would change nothing."""
+    if opts.get("hop_cost") is None:
+        return
+    net = opts.get("network")
+    kind = net.split(":", 1)[0].strip().lower() if isinstance(net, str) else None
+    if not (opts.get("torus") or opts.get("mesh") or kind in TORI):
+        raise UserError(f"--hop-cost {float(opts['hop_cost']):g}: prices the links of a torus or mesh; give --torus, "
+                        "--mesh or --network torus:/mesh:/tofu:, or drop --hop-cost (a tree's or dragonfly's "
+                        "levels are priced by --level-costs)")
 
 
 def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | None = None) -> dict:
@@ -25,7 +53,9 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
     about the nodes. `fallback`: a mapping or platform directory whose machine.json is used
     when no option describes the machine."""
     if opts.get("machine_file"):
+        machine_file_alone(opts)
         return mspec.load(opts["machine_file"])
+    _hop_cost_needs_torus(opts)
     why_not = ""
     if fallback and not given(opts):
         try:

@@ -112,8 +112,10 @@ def map_cpu_list(m: Mapping) -> list[int] | None:
 
 def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | None = None, ntasks: int | None = None,
               preload: list[str] | None = None, force_wrapper: bool = False, mpi: str | None = None,
-              task_env: dict | None = None) -> Plan:
-    """task_env: variables for the tasks only (passed with --export, like the preloads)."""
+              task_env: dict | None = None, check_nodes: bool = True) -> Plan:
+    """task_env: variables for the tasks only (passed with --export, like the preloads).
+    check_nodes: ask sinfo whether the mapping's nodes are up (a dry run prints the line
+    without asking: it may be written where no Slurm answers)."""
     m = load_mapping(mapping)
     if not program:
         raise UserError("give the program after --, e.g. rankmap srun map1/ -- ./app args")
@@ -136,7 +138,8 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
         if outside:
             raise UserError(f"host {outside[0]} of the mapping is not in this allocation "
                             f"({os.environ.get('SLURM_JOB_NODELIST')}); map onto the allocation's nodes")
-    cluster.check_usable(uniq)
+    if check_nodes:
+        cluster.check_usable(uniq)
     cpus = None if force_wrapper else map_cpu_list(m)
     argv = ["srun", "-m", "arbitrary", "-n", str(m.ntasks)]
     if not any(a == "--mpi" or a.startswith("--mpi=") for a in srun_args or []):

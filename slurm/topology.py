@@ -142,6 +142,10 @@ def parse(text: str, where: str) -> dict:
     elif any("blockname" in r or "aggregatedblock" in r or "blocksizes" in r for r in recs):
         paths, what = _block_paths(recs, where)
         kind, plugin = "blocks", "topology/block"
+    elif any(ln.split("#", 1)[0].strip().lstrip("- ").startswith("topology:") for ln in text.splitlines()):
+        raise UserError(f"{where}: a topology.yaml (Slurm 25.05's format); rankmap reads topology.conf lines "
+                        "(SwitchName=s1 Nodes=n[1-4], SwitchName=s0 Switches=s[1-2]; BlockName=, BlockSizes=): "
+                        "write them for this network, or on the cluster use --network slurm (scontrol show topology)")
     else:
         raise UserError(f"{where}: describes no switches (SwitchName=) and no blocks (BlockName=); "
                         "is a topology plugin (topology/tree or topology/block) configured?")

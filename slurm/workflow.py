@@ -25,7 +25,7 @@ from rankmap.profiler.formats import read_traffic
 from rankmap.profiler.launch import run_profile
 from rankmap.profiler.rundir import read_run
 from rankmap.slurm import cluster, relaunch
-from rankmap.slurm.nodes import resolve as resolve_machine
+from rankmap.slurm.nodes import machine_file_alone, resolve as resolve_machine
 
 
 def _new_dir(out: str | None) -> Path:
@@ -50,6 +50,8 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
     if out is not None:             # the output path first, before anything asks Slurm (created below)
         from rankmap.profiler import outputs
         outputs.target_dir(out, "--out", "run", new=True)
+    if mopts.get("machine_file"):   # before pass 1: options it would ignore are an error now, not after a run
+        machine_file_alone(mopts)
     cluster.need("srun")
     inside = cluster.in_allocation()
     if not inside:

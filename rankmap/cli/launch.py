@@ -76,7 +76,8 @@ def run(ntasks, nodes_count, out, mode, algorithm, seed, model, time_minutes, mp
 
 @click.command("srun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True})
 @click.argument("mapping", type=click.Path())
-@click.option("--dry-run", is_flag=True, help="Print the srun line only.")
+@click.option("--dry-run", is_flag=True, help="Print the srun line only (without asking Slurm whether the nodes are "
+              "up: it works where no Slurm answers).")
 @click.option("--bind-wrapper", is_flag=True, help="Bind through rankmap-bind even when one map_cpu list would do.")
 @click.option("--preload-collectives", is_flag=True, help="Preload rankmap's collective kernels.")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]))
@@ -90,7 +91,7 @@ def srun_cmd(mapping, dry_run, bind_wrapper, preload_collectives, mpi, srun_args
     """
     from rankmap.slurm.relaunch import run_plan, srun_plan
     plan = srun_plan(mapping, _program(app), list(srun_args), preload=_preload(preload_collectives, mpi),
-                     force_wrapper=bind_wrapper, mpi=mpi)
+                     force_wrapper=bind_wrapper, mpi=mpi, check_nodes=not dry_run)
     sys.exit(run_plan(plan, dry_run, lambda s: console.print(s, soft_wrap=True)))
 
 

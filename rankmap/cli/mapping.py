@@ -18,7 +18,11 @@ def _machine_of(traffic, mopts: dict, mappings=()) -> dict:
     """The machine the options describe; without machine options, the first mapping's
     machine.json (evaluate, predict)."""
     from rankmap.slurm import nodes
-    return nodes.resolve(mopts, traffic.hosts(), fallback=mappings[0] if mappings else None)
+    fallback = mappings[0] if mappings else None
+    if fallback and Path(fallback).is_file() and Path(fallback).suffix != ".json":
+        # a hostfile or binding.txt: the machine of the mapping directory it is in, if it is in one
+        fallback = str(Path(fallback).parent) if (Path(fallback).parent / "machine.json").is_file() else None
+    return nodes.resolve(mopts, traffic.hosts(), fallback=fallback)
 
 
 def _input_files(mopts: dict) -> list:
@@ -59,7 +63,7 @@ def _network_speeds(source: str):
 @click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
 @click.option("--fill", type=click.Choice(["packed", "spread"]), default="packed", show_default=True,
               help="With fewer ranks than slots: use the fewest nodes (and sockets), in order, unless the ranks fill "
-              "90 %% of them; or spread over all.")
+              "90 %% of them; or spread over all (evenly, in proportion to their slots).")
 @click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
               show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
 @click.option("--imbalance", type=Number(0.0, validate.MAX_IMBALANCE), metavar="EPS",
@@ -130,8 +134,9 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--plots", metavar="DIR", help="Write PNG plots (heatmaps in mapped order, torus link loads) into DIR.")
 def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, **mopts):
-    """Metrics of MAPPINGS (mapping directories, binding files or hostfiles) for the traffic
-    MATRIX, next to block, cyclic and random."""
+    """Metrics of MAPPINGS (mapping directories, binding files, hostfiles, Open MPI
+    rankfiles or machinefiles `host:k`) for the traffic MATRIX, next to block, cyclic and
+    random."""
     from rankmap.mapper.mapping import run_evaluate
     from rankmap.profiler import outputs
     from rankmap.profiler.formats import read_traffic
@@ -174,7 +179,9 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
         load_platform(platform)                 # a `rankmap platform` directory, or one error naming it
     traffic = read_traffic(matrix, fmt, model, allow_partial)
     if platform and not mopts.get("machine_file"):
+        from rankmap.slurm.nodes import machine_file_alone
         mopts = dict(mopts, machine_file=platform)
+        machine_file_alone(mopts, "--platform")      # its machine is the whole machine
     spec = _machine_of(traffic, mopts, mappings)
     net = network_for(spec, probe, link_bw=link_bw, link_lat=link_lat, loopback_bw=loopback_bw,
                       loopback_lat=loopback_lat, nic_bw=nic_bw)
