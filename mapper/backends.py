@@ -95,6 +95,14 @@ KAHIP_PRESET_MAX_BLOCKS = 16
 # partitions too: 3elt J 0.962-0.968x the best anchor where the rules for ranks gave
 # 0.975-0.980, the 2^13 mesh 1.001 where they gave 1.044)
 UNITS_PER_CORE = 4
+# Units of work on a graph of skewed degrees (their coefficient of variation above this:
+# collaboration and trust networks 1.1-1.8; meshes, Delaunay and random geometric graphs
+# 0.0-0.35, a power grid 0.67) get Mt-KaHyPar's V-cycles from the lowest-cut candidate of a
+# split only (partition.split_candidates): there a V-cycle run took 1-8 s, and from every
+# candidate rankmap was slower than SharedMap strong on 15 of the 20 rows of the tune graphs
+# PGPgiantcompo and hep-th; from the best one, 3 of 20, J 0.951 of the best anchor (was
+# 0.949; none above). Eco KaHIP there as well: 2 of 20, but J 0.964 (bench/mapper_standard.py)
+SKEWED_DEGREE_CV = 1.0
 UNITS_MAX_WORK = 2_000_000
 # the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
 # and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)

@@ -92,16 +92,16 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
           verdict: dict | None = None, units: bool = False, keep: tuple | None = None,
-          deadline: float | None = None) -> np.ndarray:
+          deadline: float | None = None, skewed: bool = False) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
     return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units,
-                            keep=keep, deadline=deadline)[0][1]
+                            keep=keep, deadline=deadline, skewed=skewed)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
                      only_part: bool = False, verdict: dict | None = None, units: bool = False,
-                     keep: tuple | None = None, deadline: float | None = None) -> list:
+                     keep: tuple | None = None, deadline: float | None = None, skewed: bool = False) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -112,7 +112,9 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     took seconds per split for nothing: 20k random ranks 6.5 s, 3x 50k's). units: the
     graph's vertices are units of work, many per core (units_of_work). keep: which of the
     plan's partitioners may run (None: all; "metis" always does). deadline (time.monotonic(),
-    --time-limit): past it no further partitioner starts (METIS's split always stands)."""
+    --time-limit): past it no further partitioner starts (METIS's split always stands).
+    skewed: the graph's degrees are skewed (degree_skewed): V-cycles from the lowest-cut
+    candidate only."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units) if keep is None or h in keep + ("metis",)]
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
@@ -144,11 +146,13 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     if "mtkahypar" in how and not late():
         cands.append(mt.partition())
     out, seen = [], set()
-    for part in cands:
-        if part is None:
-            continue
-        part = repair(sub, part, caps)
-        for p in ((part, mt.improve(part)) if "vcycles" in how and not late() else (part,)):
+    cands = [repair(sub, p, caps) for p in cands if p is not None]
+    refine = set(range(len(cands)))
+    if skewed and "vcycles" in how and len(cands) > 1:
+        cuts = [sub.cut(p) for p in cands]
+        refine = {min(range(len(cands)), key=lambda i: (cuts[i], i))}
+    for i, part in enumerate(cands):
+        for p in ((part, mt.improve(part)) if "vcycles" in how and i in refine and not late() else (part,)):
             p = repair(sub, p, caps)
             key = _canonical(p)
             if key not in seen:
@@ -209,6 +213,13 @@ def settled(node: TreeNode, machine: Machine) -> bool:
     return not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots)
 
 
+def degree_skewed(graph: Graph) -> bool:
+    """Whether the graph's degrees are skewed (coefficient of variation above
+    backends.SKEWED_DEGREE_CV: collaboration and trust networks, not meshes or point sets)."""
+    deg = np.diff(graph.W.indptr)
+    return len(deg) > 1 and float(deg.std()) > backends.SKEWED_DEGREE_CV * max(float(deg.mean()), 1e-12)
+
+
 def units_of_work(n: int, machine: Machine) -> bool:
     """Whether n ranks on this machine are units of work, many per core (--oversubscribe
     for a graph partition, as in the field's standard benchmark): backends.plan then affords
@@ -243,6 +254,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     pos = np.full(graph.n, -1, dtype=np.int64)
     csr = _int64_csr(graph.W)
     units = units_of_work(graph.n, machine)
+    skewed = units and degree_skewed(graph)
     mark = np.full(machine.nnodes, -1, dtype=np.int64)
     verdict: dict = {}
     level = [(ranks, root)]
@@ -267,7 +279,8 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 keep = (LIGHT_FIRST if len(rk) == len(ranks) else LIGHT_BELOW) if light else None
                 if deadline is not None and time.monotonic() > deadline:
                     keep = LIGHT_BELOW
-                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep, deadline)
+                part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep, deadline,
+                             skewed)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]
@@ -300,7 +313,8 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
     # nodes of unequal size: no Mt-KaHyPar from scratch, 0.3-0.7 s of a 1k-rank mapping into 48
     # nodes for the same final costs (tune families on such nodes behind switches: geometric
     # mean 1.0000, 2 of 30 within 0.1 %); the parts rarely fit other nodes than their own
-    part = split(sub, caps, seed, n + graph.W.nnz, units=units_of_work(n, machine),
+    units = units_of_work(n, machine)
+    part = split(sub, caps, seed, n + graph.W.nnz, units=units, skewed=units and degree_skewed(graph),
                  keep=None if len(set(caps)) == 1 else ("vcycles",))
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
     Q.setdiag(0)

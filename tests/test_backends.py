@@ -169,3 +169,28 @@ def test_units_of_work_on_small_graphs_get_strong_kahip_on_every_split():
     if B.mtkahypar_available():
         root = (8000, 50000, [4120, 4120])
         assert "mtkahypar" in B.plan(*root, 58000, units=True) and "mtkahypar" not in B.plan(*root, 58000)
+
+
+def test_skewed_degrees_get_vcycles_from_the_best_candidate_only(shared):
+    """Units of work on a graph of skewed degrees (hep-th, a co-authorship network of 1,332
+    components): V-cycles run from the lowest-cut candidate of a split only, so fewer distinct
+    candidates come back, the best of them no worse than METIS's; meshes are not skewed."""
+    sys.path.insert(0, str(BENCH / "data" / "graphs"))
+    sys.path.insert(0, str(BENCH))
+    import mapper_standard as S
+    from rankmap.mapper import partition as P
+    from rankmap.mapper.graph import Graph
+    W = S.read_metis(S.graph_path("hep-th"))
+    assert P.degree_skewed(Graph(W=W))
+    assert not P.degree_skewed(Graph(W=S.read_metis(S.graph_path("3elt"))))
+    if not B.mtkahypar_available():
+        pytest.skip("Mt-KaHyPar is not installed: no V-cycles to limit")
+    n = W.shape[0]
+    sub = P._Sub(P._int64_csr(W), np.arange(n), np.full(n, -1, dtype=np.int64))
+    caps = [n // 2 + 100] * 2
+    every = P.split_candidates(sub, caps, 0, units=True)
+    best = P.split_candidates(sub, caps, 0, units=True, skewed=True)
+    assert "vcycles" in B.plan(n, W.nnz, caps, n + W.nnz, units=True)
+    assert len(best) < len(every)
+    metis = min(sub.cut(P.repair(sub, p, caps)) for p in B.metis(sub.indptr, sub.col, sub.w, caps, 0))
+    assert best[0][0] <= metis
