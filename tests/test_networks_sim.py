@@ -74,8 +74,7 @@ def test_predict_follows_the_dragonfly_simulation(progs, tmp_path):
     csv.write_text("src,dst,bytes\n" + "".join(f"{r},{r + 8},{1 << 20}\n" for r in range(8)))
     (tmp_path / "map").mkdir()
     (tmp_path / "map" / "hostfile").write_text("\n".join(hosts) + "\n")
-    res = run_cli("predict", csv, tmp_path / "map", "--platform", tmp_path / "p", "--nodes", "n[0-31]",
-                  "--node-topology", "core:12", "--network", "dragonfly:4x4x2", "--json")
+    res = run_cli("predict", csv, tmp_path / "map", "--platform", tmp_path / "p", "--json")   # its machine
     assert res.returncode == 0, res.stderr
     import json
     est = json.loads(res.stdout)["estimates"]["map"]
