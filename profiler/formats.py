@@ -439,6 +439,28 @@ def _read_npz(path: Path) -> Traffic:
     return Traffic(bytes=_checked(squares[0], path), source=str(path), format="npz")
 
 
+def _metis_lists(body: list, skip: int, step: int, n: int) -> tuple | None:
+    """(rows, cols, weights) of well-formed METIS adjacency lists, parsed by NumPy in one go
+    (a Python call per number took 1.8 s for 2.4*10^5 of them); None when any line is not
+    clean, for the checking parser to say where."""
+    counts, flat = [], []
+    for _, ln in body:
+        toks = ln.split()
+        if len(toks) < skip or (len(toks) - skip) % step:
+            return None
+        counts.append(len(toks) - skip)
+        flat.extend(toks[skip:])
+    try:
+        a = np.array(flat, dtype=np.int64) if flat else np.zeros(0, np.int64)
+    except (ValueError, OverflowError):
+        return None
+    cols = a[0::step] - 1
+    w = a[1::step] if step == 2 else np.ones(len(cols), np.int64)
+    if len(cols) and (cols.min() < 0 or cols.max() >= n) or len(w) and w.min() < 0:
+        return None
+    return np.repeat(np.arange(len(body), dtype=np.int64), np.array(counts, np.int64) // step), cols, w
+
+
 def _read_metis(path: Path) -> Traffic:
     lines = [(i, ln) for i, ln in enumerate(_read_text(path).splitlines(), 1) if not ln.startswith("%")]
     if not lines:
@@ -460,8 +482,10 @@ def _read_metis(path: Path) -> Traffic:
         body.pop()
     if len(body) != n:
         raise UserError(f"{path}: header says {n} vertices, the file has {len(body)} vertex lines")
-    rows, cols, vals = [], [], []
-    for v, (lineno, ln) in enumerate(body):
+    skip = (1 if has_vsize else 0) + (ncon if has_vw else 0)
+    fast = _metis_lists(body, skip, 2 if has_ew else 1, n)
+    rows, cols, vals = fast if fast is not None else ([], [], [])
+    for v, (lineno, ln) in enumerate(body if fast is None else ()):
         where = f"{path}:{lineno}"
         toks = ln.split()
         skip = (1 if has_vsize else 0) + (ncon if has_vw else 0)

@@ -81,6 +81,21 @@ def test_metis_graph_checks(tmp_path):
         read(bad)
 
 
+def test_metis_graph_read_at_once_and_checked_per_line(tmp_path):
+    """Clean lists are parsed by NumPy in one go; a bad number anywhere still gets the
+    per-line parser's message, with its line."""
+    g = tmp_path / "g.graph"
+    g.write_text("% a comment\n4 3 011\n7 2 5 3 1\n1 1 5\n1 1 1 4 +2\n2 3 2\n")   # vertex weights first
+    t = read(g)
+    assert t.bytes.toarray().tolist() == [[0, 2.5, 0.5, 0], [2.5, 0, 0, 0], [0.5, 0, 0, 1], [0, 0, 1, 0]]
+    g.write_text("4 3 011\n7 2 5 3 1\n1 1 5\n1 1 1 4 2.5\n2 3 2\n")
+    with pytest.raises(UserError, match=r"g.graph:4: edge weight '2.5' is not a whole number"):
+        read(g)
+    g.write_text("4 3 011\n7 2 5 3 1\n1 1 5\n1 1 1 9 2\n2 3 2\n")
+    with pytest.raises(UserError, match=r"g.graph:4: neighbour"):
+        read(g)
+
+
 @pytest.mark.parametrize("content,fragment", [
     ("0 1 2\n1 0\n2 1 0\n", "row has 2 values"),                 # truncated row
     ("0 nan\nnan 0\n", "NaN"),
