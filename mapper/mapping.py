@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankmap.mapper import allocation, plots, report, solve, spec as mspec, writers
+from rankmap.mapper import allocation, report, solve, spec as mspec, writers
 from rankmap.mapper.graph import from_traffic
 from rankmap.mapper.network import Torus
 from rankmap.profiler import outputs
@@ -185,6 +185,7 @@ def _plots(where: Path, traffic, machine, named: dict, check: bool = True, input
     """Heatmaps (and torus link loads) per mapping, as PNG files in `where`. check: each file
     is an output of its own (rankmap.profiler.outputs: an existing PNG is replaced only when
     rankmap drew it); inside a mapping being written, no check is needed."""
+    from rankmap.mapper import plots      # matplotlib: 1.3 s of every command's start, only for --plots
     if check:
         outputs.plots_dir(where, "--plots", inputs)
     for name, slot in named.items():
