@@ -95,14 +95,25 @@ KAHIP_PRESET_MAX_BLOCKS = 16
 # partitions too: 3elt J 0.962-0.968x the best anchor where the rules for ranks gave
 # 0.975-0.980, the 2^13 mesh 1.001 where they gave 1.044)
 UNITS_PER_CORE = 4
-# Units of work on a graph of skewed degrees (their coefficient of variation above this:
-# collaboration and trust networks 1.1-1.8; meshes, Delaunay and random geometric graphs
-# 0.0-0.35, a power grid 0.67) get Mt-KaHyPar's V-cycles from the lowest-cut candidate of a
-# split only (partition.split_candidates): there a V-cycle run took 1-8 s, and from every
+# A graph of skewed degrees (their coefficient of variation, the top 1 % of degrees left out,
+# above this: collaboration and trust networks 1.1-1.8; meshes, Delaunay and random geometric
+# graphs 0.0-0.35, a power grid 0.67, the real codes' graphs and the synthetic families but
+# social at 1k ranks at most 0.35) gets Mt-KaHyPar's V-cycles from the lowest-cut candidate of a split
+# only (partition.split_candidates). Units of work: there a V-cycle run took 1-8 s, and from every
 # candidate rankmap was slower than SharedMap strong on 15 of the 20 rows of the tune graphs
 # PGPgiantcompo and hep-th; from the best one, 3 of 20, J 0.951 of the best anchor (was
 # 0.949; none above). Eco KaHIP there as well: 2 of 20, but J 0.964 (bench/mapper_standard.py)
 SKEWED_DEGREE_CV = 1.0
+# One rank per vertex on such a graph (not units of work): Mt-KaHyPar from scratch wherever
+# KaHIP would run, V-cycles from the lowest-cut candidate only (plan's `skewed`). KaHIP asked
+# for exactly full parts, as a machine filled to the last core asks, crawled there: astro-ph
+# as 16,706 ranks on an 8x8x8 torus, eco 15 s on one split of its dense core, cutting 20 %
+# more than Mt-KaHyPar did in 0.5 s; the whole mapping 63 s -> 23 s at a 1.6 % lower cost.
+# Set on the social family of bench/instances.py (scale-free traffic, 1k and 10k ranks);
+# held out: the real networks as ranks (the networks family). Units of work keep KaHIP:
+# with their slack its strong preset cut less (PGPgiantcompo and hep-th, 20 rows: J 0.951 of
+# the best anchor with KaHIP, 0.963 with Mt-KaHyPar in its place, bench/mapper_standard.py)
+SKEWED_MTKAHYPAR = True
 UNITS_MAX_WORK = 2_000_000
 # the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
 # and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)
@@ -263,7 +274,7 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
 
 
-def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False) -> list[str]:
+def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False, skewed: bool = False) -> list[str]:
     """The partitioners a split of n vertices and nnz edge entries into these capacities
     affords: "metis" always; "kahip" (equal capacities; its preset recorded for kahip())
     or "mtkahypar" (from scratch: unequal ones, or the root split of a small graph) where
@@ -273,7 +284,8 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False
     at a quarter of the time. graph_work: the whole graph's vertices + edge entries; only
     the top splits (at least 1/TOP_SHARE of it each) get more than METIS, so that the
     levels below the top cost no more than METIS's. units: the vertices are units of work,
-    many per core (UNITS_PER_CORE)."""
+    many per core (UNITS_PER_CORE). skewed: the graph's degrees are skewed
+    (partition.degree_skewed): Mt-KaHyPar from scratch wherever KaHIP would run (SKEWED_MTKAHYPAR)."""
     out = ["metis"]
     if n < MIN_VERTICES or not nnz:
         return out
@@ -293,6 +305,13 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False
         _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work, units)
     if not mtkahypar_available() or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
             or graph_work > PORTFOLIO_MAX_WORK and not small:
+        return out
+    if skewed and not units and SKEWED_MTKAHYPAR and "kahip" in out:     # (SKEWED_MTKAHYPAR's comment)
+        out.remove("kahip")
+        if (n + nnz) * max(2, len(caps)) <= MTKAHYPAR_MAX_WORK:
+            out.append("mtkahypar")
+        if n + nnz <= VCYCLE_MAX_WORK:
+            out.append("vcycles")
         return out
     if not top:
         if not units and MID_MIN_GRAPH_WORK <= graph_work <= STRONG_GRAPH_MAX_WORK \

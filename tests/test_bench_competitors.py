@@ -132,3 +132,13 @@ def test_instance_sets_are_disjoint():
     assert tune and hold and not (tune & hold)
     assert not any(s in n for n in tune for s in I.HOLDOUT_SHAPES)
     assert not any(n.startswith("mix/") for n in tune)
+
+
+@pytest.mark.parametrize("family", I.SYNTHETIC)
+def test_only_the_social_family_has_skewed_degrees(family):
+    """The rule for skewed degrees (backends.SKEWED_DEGREE_CV) was set on the social family;
+    no other family (nor the real codes' graphs) reaches it."""
+    from rankmap.mapper.graph import Graph
+    from rankmap.mapper.partition import degree_skewed
+    W, _ = I.GENERATORS[family](1000, 0)
+    assert degree_skewed(Graph(W=W)) == (family == "social")
