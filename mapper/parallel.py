@@ -131,6 +131,8 @@ def map_parallel(traffic: Traffic, machine: Machine, run: Callable[[Path, Path, 
     n = traffic.size
     check_fits(n, machine, traffic)
     graph = graph or from_traffic(traffic)
+    if graph.empty():                   # nothing to partition: no MPI job is started
+        return solve_mod.nothing_exchanged(traffic, machine, "metis", seed, t0), {}
     W = graph.W
     notes, timing = [], {}
     per_node = np.bincount(machine.slot_node, minlength=machine.nnodes)

@@ -204,6 +204,10 @@ def summary(console: Console, base: Path, record: dict, rep: dict) -> None:
     t.add_row("2 relaunch", str(p2["exit_code"]), f"{p2['seconds']:.2f}", p2["command"][:80])
     console.print(t)
     m = rep["metrics"]
+    if not m["block"]["bytes"]:        # a program that sends nothing: no ratio to show
+        console.print("mapped vs block: no traffic between distinct ranks, every placement is the same")
+        console.print(f"everything is in {base}")
+        return
     console.print(f"mapped vs block: SUM_COM {m['rankmap']['sum_com'] / max(m['block']['sum_com'], 1e-300):.3f}x, "
                   f"inter-node bytes {m['rankmap']['internode_fraction']:.1%} vs {m['block']['internode_fraction']:.1%}, "
                   f"max link load {m['rankmap']['max_link_load']:.4g} vs {m['block']['max_link_load']:.4g} B")

@@ -140,10 +140,16 @@ def test_more_ranks_than_slots():
         solve.solve(traffic({(0, 4): 1}, 5), m)
 
 
-def test_empty_traffic_is_an_error():
-    m = machine.build(["a"], ["core:4"])
-    with pytest.raises(UserError, match="nothing to map"):
-        solve.solve(traffic({(1, 1): 5}, 4), m)      # only a diagonal
+@pytest.mark.parametrize("algorithm, chosen", [("metis", "block"), ("scotch", "block"), ("greedy", "block"),
+                                               ("cyclic", "cyclic"), ("block", "block")])
+def test_empty_traffic_gets_the_asked_or_block_order(algorithm, chosen):
+    """Only a diagonal (a program that sends nothing to others): every placement costs 0; the
+    block order (or the order asked for) is returned with a note, not an error."""
+    from rankmap.mapper import baselines
+    m = machine.build(["a", "b"], ["core:4"])
+    r = solve.solve(traffic({(1, 1): 5}, 6), m, algorithm)
+    assert r.chosen == chosen and r.cost == 0 and any("no traffic between distinct ranks" in n for n in r.notes)
+    assert (r.slot_of_rank == getattr(baselines, chosen)(6, m)).all()
 
 
 def test_disconnected_graph_is_mapped_with_a_note():

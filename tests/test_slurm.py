@@ -78,6 +78,24 @@ def test_two_pass_workflow_places_every_rank(workflow):
     assert all(hosts[i] == hosts[i + 4] for i in range(4))
 
 
+def test_program_that_sends_nothing_runs_both_passes(slurm_cluster, apps, tmp_path):
+    """A program that exchanges no message stopped the workflow after pass 1 ("no traffic
+    between distinct ranks; there is nothing to map"): the block order is as good as any
+    then, so it is the mapping, with a note, and pass 2 runs on it."""
+    d = tmp_path / "silent"
+    res = rankmap(slurm_cluster, "run", "-n", 4, "-N", 2, "-t", 2, "--verify", "--out", d, "--",
+                  app(apps, "placement", "openmpi"), "silent")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no traffic between distinct ranks: every placement costs the same, so the block order" in \
+        " ".join(res.stdout.split())
+    check_placement(where_lines(res.stdout.split("pass 2: relaunch", 1)[1]), d / "mapping", 4)
+    rep = json.loads((d / "mapping" / "report.json").read_text())
+    assert rep["chosen"] == "block" and rep["traffic"]["bytes"] == 0 and rep["cost"] == 0
+    wf = json.loads((d / "workflow.json").read_text())
+    assert wf["status"] == "complete" and all(r["ok"] for r in wf["verified"])
+    assert "nan" not in res.stdout.lower() and "inf" not in res.stdout.replace("info", "").lower()
+
+
 def test_srun_wrapper_rebinds_a_per_node_layout(slurm_cluster, apps, workflow, tmp_path):
     d, _ = workflow
     m = tmp_path / "swapped"

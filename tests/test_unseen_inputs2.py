@@ -1,0 +1,81 @@
+"""Inputs a new user brings, second pass: traffic that exchanges nothing, machines with spare
+cores under --oversubscribe, and the inputs of the new-user pass listed with each test. Each
+case was a traceback, a wrong message or a silently wrong result before its fix. Files are
+written by the tests; the runs are real (no mocks)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import one_error_line, run_cli
+
+MACHINE = ["--nodes", "n[1-4]", "--node-topology", "pack:2 core:1"]
+
+
+def placed(d: Path) -> list[tuple[str, str]]:
+    """(host, core) of each rank of a mapping directory."""
+    rows = [ln.split() for ln in (d / "binding.txt").read_text().splitlines() if ln.strip() and ln[0] != "#"]
+    assert [int(r[0]) for r in rows] == list(range(len(rows)))
+    return [(r[1], r[2]) for r in rows]
+
+
+def finite(x) -> bool:
+    """Every number in a JSON document is finite (no NaN, no infinity)."""
+    if isinstance(x, dict):
+        return all(finite(v) for v in x.values())
+    if isinstance(x, list):
+        return all(finite(v) for v in x)
+    return not isinstance(x, float) or math.isfinite(x)
+
+
+# --------------------------------------------------------------------------- traffic that exchanges nothing
+
+@pytest.fixture
+def silent(tmp_path) -> Path:
+    """Six ranks, each sending only to itself (what the profiler records for a program that
+    sends no message between ranks: an all-zero matrix but its diagonal)."""
+    t = tmp_path / "silent.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{i},100\n" for i in range(6)))
+    return t
+
+
+@pytest.mark.parametrize("extra, chosen, hosts", [
+    ([], "block", ["n1", "n1", "n2", "n2", "n3", "n3"]),
+    (["--algorithm", "cyclic"], "cyclic", ["n1", "n2", "n3", "n4", "n1", "n2"]),
+    (["--fill", "spread"], "block", ["n1", "n1", "n2", "n2", "n3", "n4"]),
+    (["--mode", "whole-cluster"], "block", ["n1", "n1", "n2", "n2", "n3", "n3"]),
+    (["--torus", "2x2"], "block", ["n1", "n1", "n2", "n2", "n3", "n3"]),
+    (["--parallel", "2"], "block", ["n1", "n1", "n2", "n2", "n3", "n3"]),     # no MPI job is started
+])
+def test_traffic_that_exchanges_nothing_is_mapped_with_a_note(tmp_path, silent, extra, chosen, hosts):
+    """Was "no traffic between distinct ranks; there is nothing to map" (exit 2), which also
+    stopped `rankmap run` after pass 1 for such a program (tests/test_slurm.py runs one)."""
+    m = tmp_path / "m"
+    res = run_cli("map", silent, *MACHINE, *extra, "--out", m, "--plots", "--json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["chosen"] == chosen and rep["cost"] == 0 and finite(rep)
+    assert f"no traffic between distinct ranks: every placement costs the same, so the {chosen} order is returned" \
+        in rep["notes"]
+    assert [h for h, _ in placed(m)] == hosts
+    ev = run_cli("evaluate", silent, m, "--json")
+    assert ev.returncode == 0, ev.stderr
+    assert finite(json.loads(ev.stdout)) and json.loads(ev.stdout)["metrics"]["m"]["sum_com"] == 0
+    table = run_cli("evaluate", silent, m)
+    assert table.returncode == 0 and "nan" not in table.stdout.lower() and "inf" not in table.stdout.lower()
+    pr = run_cli("predict", silent, m, "--link-bw", "1", "--link-lat", "1", "--loopback-bw", "10",
+                 "--loopback-lat", "0.2", "--json")
+    assert pr.returncode == 0, pr.stderr
+    est = json.loads(pr.stdout)["estimates"]
+    assert finite(est) and {e["seconds"] for e in est.values()} == {0} and \
+        {e["limited_by"] for e in est.values()} == {"nothing sent"}
+
+
+def test_api_maps_traffic_that_exchanges_nothing():
+    import numpy as np
+    import rankmap
+    res = rankmap.map(rankmap.traffic(np.zeros((3, 3))), rankmap.machine("n[1-2]", "pack:1 core:2"))
+    assert res.slot_of_rank.tolist() == [0, 1, 2] and res.cost == 0 and res.chosen == "block"
