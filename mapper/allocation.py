@@ -74,6 +74,43 @@ def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
     return restrict(machine, np.unique(machine.slot_node[sel]), sel), sel
 
 
+def core_round(machine: Machine) -> np.ndarray:
+    """Per slot, the how-many-th slot of its core it is (0 for a core's first slot; with
+    --oversubscribe N, 0..N-1)."""
+    key = machine.slot_node * (int(machine.slot_core.max()) + 1) + machine.slot_core
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    occ = np.empty(machine.nslots, dtype=np.int64)
+    occ[order] = np.arange(machine.nslots) - np.repeat(start, np.diff(np.r_[start, machine.nslots]))
+    return occ
+
+
+def cores_first(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray, str] | None:
+    """--oversubscribe N for ranks that are processes: distinct cores first, a core's second
+    slot only for the ranks the cores cannot hold (the cost model prices two ranks of one core
+    at 0, so on the whole machine the search packed them in pairs onto half the cores, idle
+    ones beside). Up to one rank per core: the machine of one slot per core (all nodes, so
+    node indices stay; the packed fill then takes the fewest nodes as without
+    --oversubscribe). More: every core's first slot and the rest spread evenly over nodes and
+    packages (spread). None when nothing is oversubscribed or every slot is taken. Returns
+    (the reduced machine, its slots' indices in the whole machine, a note)."""
+    if nranks >= machine.nslots:
+        return None
+    first = np.flatnonzero(core_round(machine) == 0)
+    cores = len(first)
+    if cores == machine.nslots:
+        return None
+    if nranks <= cores:
+        return (restrict(machine, np.arange(machine.nnodes), first), first,
+                f"--oversubscribe: the {nranks} ranks fit on the {cores} cores, one rank per core as without "
+                "it; a core takes several only when the ranks outnumber the cores")
+    m, sel = spread(machine, nranks)
+    each = f"{nranks // cores}" if nranks % cores == 0 else f"{nranks // cores} or {nranks // cores + 1}"
+    return (m, sel, f"--oversubscribe: {nranks} ranks on {cores} cores: every core takes {each}, spread evenly "
+            "over the nodes and their packages")
+
+
 def node_capacity(machine: Machine) -> np.ndarray:
     return np.bincount(machine.slot_node, minlength=machine.nnodes)
 

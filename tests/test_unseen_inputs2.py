@@ -79,3 +79,60 @@ def test_api_maps_traffic_that_exchanges_nothing():
     import rankmap
     res = rankmap.map(rankmap.traffic(np.zeros((3, 3))), rankmap.machine("n[1-2]", "pack:1 core:2"))
     assert res.slot_of_rank.tolist() == [0, 1, 2] and res.cost == 0 and res.chosen == "block"
+
+
+# --------------------------------------------------------------------------- --oversubscribe with cores to spare
+
+def ring_csv(tmp_path, n: int) -> Path:
+    t = tmp_path / "ring.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % n},{1000 * (i + 1)}\n" for i in range(n)))
+    return t
+
+
+@pytest.mark.parametrize("nodes, topo, over, n, per_core, extra", [
+    ("n[1-2]", "pack:2 core:2", 2, 8, {1}, []),          # 8 ranks, 8 cores: was all on n1, two per core
+    ("n[1-2]", "pack:2 core:2", 4, 6, {1}, []),          # fewer ranks than cores: one per core, packed fill
+    ("n[1-2]", "pack:2 core:1", 3, 6, {1, 2}, []),       # 6 ranks on 4 cores: 1 or 2 each, none idle
+    ("n[1-2]", "pack:2 core:1", 3, 12, {3}, []),         # every slot: as before
+    ("n[1-3]", "pack:1 core:2", 2, 7, {1, 2}, ["--torus", "3"]),
+    ("n[1-6]", "pack:2 core:1", 4, 8, {1}, ["--mode", "whole-cluster", "--torus", "3x2"]),   # chose 1 node
+])
+def test_oversubscribe_takes_distinct_cores_first(tmp_path, nodes, topo, over, n, per_core, extra):
+    """--oversubscribe N packed N ranks on a core while the machine had cores to spare (the
+    cost model prices a shared core at 0): 8 ranks with --oversubscribe 2 on 8 cores took
+    4 cores of n1."""
+    m = tmp_path / "m"
+    res = run_cli("map", ring_csv(tmp_path, n), "--nodes", nodes, "--node-topology", topo, "--oversubscribe", over,
+                  *extra, "--out", m, "--json")
+    assert res.returncode == 0, res.stderr
+    where = placed(m)
+    used = {w: where.count(w) for w in where}
+    assert set(used.values()) == per_core
+    rep = json.loads(res.stdout)
+    cores = len(rep["nodes"]) * (4 if topo == "pack:2 core:2" else 2)
+    assert len(used) == min(n, cores)                   # no core idle while another takes two
+    assert n == over * cores or any(x.startswith("--oversubscribe: ") for x in rep["notes"])
+    assert rep["cost"] <= rep["defaults"]["block"] * (1 + 1e-12)
+    again = run_cli("evaluate", ring_csv(tmp_path, n), m, "--json")        # the whole machine re-read
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["metrics"]["m"]["sum_com"] == pytest.approx(rep["cost"])
+
+
+def test_api_oversubscribe_takes_distinct_cores_first():
+    import numpy as np
+    import rankmap
+    t = rankmap.traffic(np.roll(np.eye(8), 1, axis=1) * 1e6)
+    m = rankmap.machine("n[1-2]", "pack:2 core:2", oversubscribe=2)
+    res = rankmap.map(t, m)
+    cores = {(int(m.slot_node[s]), int(m.slot_core[s])) for s in res.slot_of_rank}
+    assert len(cores) == 8 and any("one rank per core" in x for x in res.notes)
+    assert rankmap.evaluate(t, m, res.slot_of_rank)["sum_com"] == pytest.approx(res.cost)
+
+
+def test_imbalance_units_of_work_still_fill_as_the_partition_decides(tmp_path):
+    """--imbalance (units of work, several per core) is not --oversubscribe for processes: no
+    even spread is forced on it."""
+    res = run_cli("map", ring_csv(tmp_path, 24), "--nodes", "n[1-2]", "--node-topology", "pack:2 core:2",
+                  "--imbalance", "0.5", "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    assert not any(x.startswith("--oversubscribe") for x in json.loads(res.stdout)["notes"])
