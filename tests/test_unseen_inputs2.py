@@ -136,3 +136,15 @@ def test_imbalance_units_of_work_still_fill_as_the_partition_decides(tmp_path):
                   "--imbalance", "0.5", "--out", tmp_path / "m", "--json")
     assert res.returncode == 0, res.stderr
     assert not any(x.startswith("--oversubscribe") for x in json.loads(res.stdout)["notes"])
+
+
+# --------------------------------------------------------------------------- notes that must be true
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_a_ring_is_not_called_a_process_grid(tmp_path, n):
+    """`map` on a 4-rank ring said "the traffic is a 2 x 3 process grid (ranks in row-major
+    order)", an 8-rank ring "2 x 7"."""
+    res = run_cli("map", ring_csv(tmp_path, n), "--nodes", "n[1-2]", "--node-topology", "pack:2 core:2",
+                  "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    assert not any("process grid" in x for x in json.loads(res.stdout)["notes"])
