@@ -5,7 +5,7 @@
 | profile    | a rankmap profiler run directory (collectives expanded by a model)    |
 | mpip       | mpiP communication-matrix CSV `src,dst,bytes,count`, diagonal = row total |
 | csv        | triplets `src,dst,bytes[,messages]` (header and # comments allowed)   |
-| treematch  | TreeMatch's dense whitespace-separated square matrix                 |
+| treematch  | TreeMatch's dense whitespace-separated square matrix (or comma-separated) |
 | amfch      | Angara MPI `amfch_statistics` (AMFCH_STATISTICS_PRINT_MODE=2) printed into a log: a P x P matrix of 64-bit words, rows = sources |
 | ompi       | Open MPI monitoring dump `PREFIX.<rank>.prof` (E = user point-to-point, I = what collectives sent) |
 | mtx        | MatrixMarket                                                          |
@@ -59,6 +59,8 @@ def detect(path: Path) -> str:
     text = _read_text(path, lenient=True)
     head = text[:4096]
     first = _first_row(head)
+    if "," in first and _dense_csv(path, text, first):
+        return "treematch"
     if suffix == ".csv" or first.lower().startswith("src,"):
         return "mpip" if first.replace(" ", "").lower() == "src,dst,bytes,count" else "csv"
     if head.startswith("%%MatrixMarket"):
@@ -66,6 +68,26 @@ def detect(path: Path) -> str:
     if _looks_like_metis(text):
         return "metis"
     return "treematch" if _whole_matrix(text) is not None else "amfch"
+
+
+def _dense_csv(path: Path, text: str, first: str) -> bool:
+    """A whole square matrix written with commas (numpy.savetxt, spreadsheets), no header:
+    read as a dense matrix. 3 x 3 and 4 x 4 ones are also valid src,dst,bytes[,count]
+    rows (a 3 x 3 matrix was read as three pairs, 4 ranks): those are refused as ambiguous."""
+    k, lines = len(first.split(",")), text.count("\n") + 1
+    if not k - 1 <= lines <= 4 * k + 100:         # cheap: a long list of pairs is no k x k matrix
+        return False
+    try:
+        float(first.split(",")[0])
+    except ValueError:
+        return False            # a header
+    if _whole_matrix(text) is None:
+        return False
+    if k in (3, 4):
+        row = "src,dst,bytes" + (",messages" if k == 4 else "")
+        raise UserError(f"{path}: {k} rows of {k} numbers and no header: a {k} x {k} matrix, or {k} rows {row}? "
+                        f"Add the header line {row} (or pass --format csv), or pass --format treematch for a matrix")
+    return True
 
 
 def _first_row(text: str) -> str:
@@ -226,8 +248,13 @@ def _read_csv(path: Path) -> Traffic:
 _INT_ROW = re.compile(r"^\s*(?:(?:rank\s*)?\d+\s*[:|]\s*)?((?:[-+]?\d+\s+)*[-+]?\d+)\s*$", re.IGNORECASE)
 
 
+def _fields(line: str) -> list[str]:
+    """A dense matrix row's values: blank-separated (TreeMatch) or comma-separated (CSV)."""
+    return line.replace(",", " ").split()
+
+
 def _whole_matrix(text: str):
-    rows = [ln.split() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [_fields(ln) for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not rows or any(len(r) != len(rows) for r in rows):
         return None
     try:
@@ -238,7 +265,7 @@ def _whole_matrix(text: str):
 
 def _read_treematch(path: Path) -> Traffic:
     text = _read_text(path)
-    rows = [(i, ln.split()) for i, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [(i, _fields(ln)) for i, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
     if not rows:
         raise UserError(f"{path}: empty matrix")
     n = len(rows)

@@ -148,3 +148,45 @@ def test_a_ring_is_not_called_a_process_grid(tmp_path, n):
                   "--out", tmp_path / "m", "--json")
     assert res.returncode == 0, res.stderr
     assert not any("process grid" in x for x in json.loads(res.stdout)["notes"])
+
+
+# --------------------------------------------------------------------------- dense matrices written with commas
+
+MAP2 = ["--nodes", "n[1-2]", "--node-topology", "pack:2 core:2"]
+
+
+@pytest.mark.parametrize("k", [2, 5, 6])
+def test_dense_comma_separated_matrix_is_read_as_a_matrix(tmp_path, k):
+    """numpy.savetxt(..., delimiter=',') of a k x k matrix: was "expected src,dst,bytes[,messages],
+    got k field(s)"."""
+    import numpy as np
+    a = np.roll(np.eye(k), 1, axis=1) * 1e6
+    np.savetxt(tmp_path / "d.csv", a + a.T, delimiter=",", fmt="%.6e")
+    res = run_cli("map", tmp_path / "d.csv", *MAP2, "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["traffic"]["ranks"] == k and rep["traffic"]["format"] == "treematch"
+    assert rep["traffic"]["bytes"] == pytest.approx((a + a.T).sum())
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_dense_3x3_and_4x4_csv_are_refused_as_ambiguous(tmp_path, k):
+    """A 3 x 3 matrix with commas is also three src,dst,bytes rows: it was read so, silently
+    (4 ranks, the bytes of rank 0 to rank 1 taken as rank ids)."""
+    import numpy as np
+    a = np.roll(np.eye(k), 1, axis=1) * 100
+    np.savetxt(tmp_path / "d.csv", a + a.T, delimiter=",", fmt="%g")
+    row = "src,dst,bytes" + (",messages" if k == 4 else "")
+    one_error_line(run_cli("map", tmp_path / "d.csv", *MAP2, "--out", tmp_path / "m"),
+                   f"d.csv: {k} rows of {k} numbers and no header: a {k} x {k} matrix, or {k} rows {row}?")
+    res = run_cli("map", tmp_path / "d.csv", "--format", "treematch", *MAP2, "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["traffic"]["ranks"] == k
+    pairs = "".join(f"{i},{(i + 1) % k},100" + (",1" if k == 4 else "") + "\n" for i in range(k))
+    (tmp_path / "p.csv").write_text(pairs)                  # k pairs without a header: as ambiguous
+    one_error_line(run_cli("map", tmp_path / "p.csv", *MAP2, "--out", tmp_path / "m3"), "no header")
+    for f, extra in (("p.csv", ["--format", "csv"]), ("h.csv", [])):       # said so: read as pairs
+        (tmp_path / "h.csv").write_text(row + "\n" + pairs)
+        res = run_cli("map", tmp_path / f, *extra, *MAP2, "--out", tmp_path / "m2", "--force", "--json")
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["traffic"]["ranks"] == k
