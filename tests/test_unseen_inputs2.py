@@ -190,3 +190,17 @@ def test_dense_3x3_and_4x4_csv_are_refused_as_ambiguous(tmp_path, k):
         res = run_cli("map", tmp_path / f, *extra, *MAP2, "--out", tmp_path / "m2", "--force", "--json")
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout)["traffic"]["ranks"] == k
+
+
+# --------------------------------------------------------------------------- heterogeneous machines
+
+@pytest.mark.parametrize("sep", [",", ";", " "])
+def test_two_host_groups_in_one_node_topology_option(tmp_path, sep):
+    """Was "node topology 'pack:2 core:2,n[3-4]=pack:1 core:8': 'core:2,n[3-4]=pack:1' is not
+    TYPE:COUNT (e.g. core:6)" (the second group taken for part of hwloc's description)."""
+    one_error_line(run_cli("map", ring_csv(tmp_path, 4), "--nodes", "n[1-4]", "--node-topology",
+                           f"n[1-2]=pack:2 core:2{sep}n[3-4]=pack:1 core:8", "--out", tmp_path / "m"),
+                   "several HOSTLIST=SPEC in one option; give each its own --node-topology")
+    res = run_cli("map", ring_csv(tmp_path, 4), "--nodes", "n[1-4]", "--node-topology", "n[1-2]=pack:2 core:2",
+                  "--node-topology", "n[3-4]=pack:1 core:8", "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
