@@ -204,3 +204,22 @@ def test_two_host_groups_in_one_node_topology_option(tmp_path, sep):
     res = run_cli("map", ring_csv(tmp_path, 4), "--nodes", "n[1-4]", "--node-topology", "n[1-2]=pack:2 core:2",
                   "--node-topology", "n[3-4]=pack:1 core:8", "--out", tmp_path / "m", "--json")
     assert res.returncode == 0, res.stderr
+
+
+# --------------------------------------------------------------------------- files that are not there
+
+@pytest.mark.parametrize("args, fragment", [
+    (["map", "T", *MAP2, "--network-speeds", "NOPE", "--out", "m"],
+     "--network-speeds NOPE: no such file or directory (a `rankmap probe` file or a `rankmap platform` directory)"),
+    (["predict", "T", "M", "--probe", "NOPE"], "NOPE: no such file (expected a `rankmap probe` file)"),
+    (["predict", "T", "M", "--platform", "NOPE"], "--platform NOPE: no such directory"),
+    (["map", "T", *MAP2, "--level-costs", "@NOPE", "--out", "m"], "NOPE: no such file (expected a level-cost JSON file)"),
+])
+def test_a_missing_file_is_named_with_what_it_should_be(tmp_path, args, fragment):
+    """Were "NOPE: no such file" (which option?) and, for --platform, "not a platform directory
+    (no machine.json with a 'simgrid' section ...)"."""
+    t, m = ring_csv(tmp_path, 4), tmp_path / "mm"
+    assert run_cli("map", t, *MAP2, "--out", m).returncode == 0
+    nope = str(tmp_path / "nope")
+    sub = {"T": str(t), "M": str(m), "NOPE": nope, "@NOPE": "@" + nope, "m": str(tmp_path / "out")}
+    one_error_line(run_cli(*[sub.get(a, a) for a in args]), fragment.replace("NOPE", nope))

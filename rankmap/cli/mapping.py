@@ -37,6 +37,9 @@ def _input_files(mopts: dict) -> list:
 def _network_speeds(source: str):
     """--network-speeds: a `rankmap platform` directory's network, or a `rankmap probe` file's."""
     from rankmap.mapper.predict import Network
+    if not Path(source).exists():
+        raise UserError(f"--network-speeds {source}: no such file or directory (a `rankmap probe` file or a "
+                        "`rankmap platform` directory)")
     if Path(source).is_dir():
         from rankmap.slurm.platform import load as load_platform
         try:
