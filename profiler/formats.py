@@ -4,7 +4,7 @@
 |------------|-----------------------------------------------------------------------|
 | profile    | a rankmap profiler run directory (collectives expanded by a model)    |
 | mpip       | mpiP communication-matrix CSV `src,dst,bytes,count`, diagonal = row total |
-| csv        | triplets `src,dst,bytes[,messages]` (header and # comments allowed)   |
+| csv        | triplets `src,dst,bytes[,messages]` (header and # comments allowed; tabs, semicolons or blanks instead of commas) |
 | treematch  | TreeMatch's dense whitespace-separated square matrix (or comma-separated) |
 | amfch      | Angara MPI `amfch_statistics` (AMFCH_STATISTICS_PRINT_MODE=2) printed into a log: a P x P matrix of 64-bit words, rows = sources |
 | ompi       | Open MPI monitoring dump `PREFIX.<rank>.prof` (E = user point-to-point, I = what collectives sent) |
@@ -61,8 +61,9 @@ def detect(path: Path) -> str:
     first = _first_row(head)
     if "," in first and _dense_csv(path, text, first):
         return "treematch"
-    if suffix == ".csv" or first.lower().startswith("src,"):
-        return "mpip" if first.replace(" ", "").lower() == "src,dst,bytes,count" else "csv"
+    head_fields = re.split(r"[\s,;]+", first.lower())
+    if suffix == ".csv" or head_fields[:3] == ["src", "dst", "bytes"]:      # commas, tabs, semicolons or blanks
+        return "mpip" if head_fields == ["src", "dst", "bytes", "count"] else "csv"
     if head.startswith("%%MatrixMarket"):
         return "mtx"
     if _looks_like_metis(text):
@@ -199,12 +200,24 @@ def _triplets(path: Path, rows, ncol: int, what: str):
         np.array(cnt, dtype=np.int64)
 
 
+def _dialect(first: str) -> dict:
+    """The separator of a triplet file, from its first row: commas, else tabs (pandas'
+    sep='\t'), semicolons (spreadsheets in comma-decimal locales) or blanks."""
+    if "," in first or not first:
+        return {}
+    if "\t" in first:
+        return {"delimiter": "\t"}
+    if ";" in first:
+        return {"delimiter": ";"}
+    return {"delimiter": " ", "skipinitialspace": True}
+
+
 def _csv_rows(path: Path):
     """Data rows of a CSV file: blank lines and # comments skipped anywhere; the first other
     row is a header when its first field is not a number."""
     text = _read_text(path)
     seen_row = False
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), **_dialect(_first_row(text)))
     lineno = 0
     while True:
         try:

@@ -223,3 +223,20 @@ def test_a_missing_file_is_named_with_what_it_should_be(tmp_path, args, fragment
     nope = str(tmp_path / "nope")
     sub = {"T": str(t), "M": str(m), "NOPE": nope, "@NOPE": "@" + nope, "m": str(tmp_path / "out")}
     one_error_line(run_cli(*[sub.get(a, a) for a in args]), fragment.replace("NOPE", nope))
+
+
+@pytest.mark.parametrize("name, text, fmt", [
+    ("t.tsv", "src\tdst\tbytes\n0\t1\t15\n1\t2\t3\n", "csv"),                  # pandas sep='\t'
+    ("t.txt", "src  dst   bytes\n0 1  15\n1   2 3\n", "csv"),                  # blanks
+    ("t.csv", "src;dst;bytes\n0;1;15\n1;2;3\n", "csv"),                        # a comma-decimal spreadsheet
+    ("t.csv", "0;1;15\n1;2;3\n", "csv"),
+    ("t.txt", "src dst bytes count\n0 1 15 1\n1 2 3 1\n", "mpip"),
+])
+def test_pairs_separated_otherwise_than_by_commas(tmp_path, name, text, fmt):
+    """Were "not a traffic file rankmap can tell" (tabs) and "expected src,dst,bytes[,messages],
+    got 1 field(s)" (blanks, semicolons)."""
+    (tmp_path / name).write_text(text)
+    res = run_cli("map", tmp_path / name, *MAP2, "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    t = json.loads(res.stdout)["traffic"]
+    assert (t["format"], t["ranks"], t["bytes"]) == (fmt, 3, 18.0)
