@@ -57,6 +57,10 @@ def detect(path: Path) -> str:
     if suffix in (".graph", ".metis"):
         return "metis"
     text = _read_text(path, lenient=True)
+    if not text.strip():
+        what = "an empty file (0 bytes)" if path.stat().st_size == 0 else "empty once decompressed" if not text \
+            else "nothing but blank lines"
+        raise UserError(f"{path}: {what}: no traffic in it")
     head = text[:4096]
     first = _first_row(head)
     if "," in first and _dense_csv(path, text, first):
@@ -146,6 +150,8 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
               "npz": lambda: _read_npz(path), "metis": lambda: _read_metis(path)}[fmt]
     if fmt != "profile" and not path.exists() and fmt != "ompi":
         raise UserError(f"{path}: no such file")
+    if path.is_file() and path.stat().st_size == 0:      # was "not a MatrixMarket file", "not an .npz file", ...
+        raise UserError(f"{path}: an empty file (0 bytes): no traffic in it")
     if fmt not in ("profile", "smpi", "ompi") and path.is_dir():
         raise UserError(f"{path}: is a directory, not a {fmt} file (--format {fmt})")
     if fmt == "profile" and path.exists() and not path.is_dir():

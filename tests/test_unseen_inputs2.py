@@ -240,3 +240,18 @@ def test_pairs_separated_otherwise_than_by_commas(tmp_path, name, text, fmt):
     assert res.returncode == 0, res.stderr
     t = json.loads(res.stdout)["traffic"]
     assert (t["format"], t["ranks"], t["bytes"]) == (fmt, 3, 18.0)
+
+
+# --------------------------------------------------------------------------- empty files
+
+@pytest.mark.parametrize("name, data, fragment", [
+    ("t.mtx", b"", "t.mtx: an empty file (0 bytes): no traffic in it"),        # was "no %%MatrixMarket banner"
+    ("t.npz", b"", "t.npz: an empty file (0 bytes)"),                           # was "not an .npz file"
+    ("t.dat", b"", "t.dat: an empty file (0 bytes)"),                           # was "not a traffic file rankmap
+    ("t.txt", b"\n  \n\n", "t.txt: nothing but blank lines"),                   #   can tell; it reads ..."
+    ("t.csv.gz", None, "t.csv.gz: empty once decompressed"),
+])
+def test_empty_traffic_files_are_called_empty(tmp_path, name, data, fragment):
+    import gzip
+    (tmp_path / name).write_bytes(gzip.compress(b"") if data is None else data)
+    one_error_line(run_cli("map", tmp_path / name, *MAP2, "--out", tmp_path / "m"), fragment)
