@@ -255,3 +255,27 @@ def test_empty_traffic_files_are_called_empty(tmp_path, name, data, fragment):
     import gzip
     (tmp_path / name).write_bytes(gzip.compress(b"") if data is None else data)
     one_error_line(run_cli("map", tmp_path / name, *MAP2, "--out", tmp_path / "m"), fragment)
+
+
+# --------------------------------------------------------------------------- a machine.json written by hand
+
+@pytest.mark.parametrize("key, near", [("ranks-per-node", "ranks_per_node"), ("oversubscribed", "oversubscribe"),
+                                       ("comment", None)])
+def test_machine_file_with_an_unknown_field_is_refused(tmp_path, key, near):
+    """A misspelt field of a hand-written machine.json was ignored: {"ranks-per-node": 1}
+    mapped onto every core, {"oversubscribed": 2} onto one rank per core."""
+    f = tmp_path / "machine.json"
+    f.write_text(json.dumps({"hosts": ["n1", "n2"], "node_topology": ["pack:2 core:2"], key: 1}))
+    one_error_line(run_cli("map", ring_csv(tmp_path, 4), "--machine", f, "--out", tmp_path / "m"),
+                   f"machine.json: unknown field {key!r}" + (f" (did you mean {near!r}?)" if near else ""))
+
+
+def test_machine_files_rankmap_writes_are_read_back(tmp_path):
+    """Its own fields beside the documented ones: --imbalance's, a platform's simgrid section."""
+    t = ring_csv(tmp_path, 24)
+    assert run_cli("map", t, *MAP2, "--imbalance", "0.5", "--out", tmp_path / "m").returncode == 0
+    assert "imbalance" in json.loads((tmp_path / "m" / "machine.json").read_text())
+    assert run_cli("evaluate", t, tmp_path / "m").returncode == 0
+    assert run_cli("platform", "desmos", "--out", tmp_path / "p").returncode == 0
+    res = run_cli("map", t, "--machine", tmp_path / "p", "--out", tmp_path / "m2")
+    assert res.returncode == 0, res.stderr
