@@ -618,6 +618,19 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
     return fmt
 
 
+def metis_rounding(traffic: Traffic, units: str = "bytes") -> str | None:
+    """What writing `traffic` as a METIS graph (integer weights, write_metis) changes, in one
+    sentence, or None when every edge weight is a whole number >= 1 already."""
+    w = symmetric(traffic.bytes.tocsr()).data * (1.0 / WORD if units == "words" else 1.0)
+    r = np.rint(w)
+    off, low = int((r != w).sum()) // 2, int((r < 1).sum()) // 2
+    if not off:
+        return None
+    return (f"{off} of {len(w) // 2} edge weight(s) are not whole {units}: rounded to the nearest"
+            + (f" ({low} below one half raised to 1, so that no edge vanishes)" if low else "")
+            + "; mtx, npz or csv keep them exact")
+
+
 def symmetric(m: sp.spmatrix) -> sp.csr_matrix:
     """W = M + M^T without the diagonal: the undirected communication graph."""
     w = without_diagonal((m + m.T).tocsr())

@@ -279,3 +279,23 @@ def test_machine_files_rankmap_writes_are_read_back(tmp_path):
     assert run_cli("platform", "desmos", "--out", tmp_path / "p").returncode == 0
     res = run_cli("map", t, "--machine", tmp_path / "p", "--out", tmp_path / "m2")
     assert res.returncode == 0, res.stderr
+
+
+# --------------------------------------------------------------------------- convert
+
+def test_convert_to_metis_says_it_rounded(tmp_path):
+    """Fractional bytes (0.4, 1.5) or words (3 bytes = 0.375 words) became whole edge weights
+    of a METIS graph (1, 2; all 1 in words) without a word."""
+    from rankmap.profiler.formats import read_traffic
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n0,1,1.5\n1,2,0.4\n2,0,3\n")
+    res = run_cli("convert", t, tmp_path / "g.graph")
+    assert res.returncode == 0, res.stderr
+    assert "2 of 3 edge weight(s) are not whole bytes: rounded to the nearest (1 below one half raised to 1" \
+        in " ".join(res.stdout.split())
+    w = read_traffic(tmp_path / "g.graph").bytes
+    assert sorted((w + w.T).data.tolist()) == [1, 1, 2, 2, 3, 3]       # 0.4 -> 1, 1.5 -> 2, 3
+    res = run_cli("convert", t, tmp_path / "w.graph", "--units", "words")
+    assert "3 of 3 edge weight(s) are not whole words" in " ".join(res.stdout.split())
+    exact = run_cli("convert", Path(__file__).parent / "data" / "bad-inputs" / "ring4.csv", tmp_path / "r.graph")
+    assert exact.returncode == 0 and "note" not in exact.stdout

@@ -209,11 +209,13 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
     """Convert traffic between formats; a METIS graph holds the symmetric CSR graph
     W = M + M^T (diagonal dropped) with integer edge weights."""
     from rankmap.profiler import outputs
-    from rankmap.profiler.formats import read_traffic, write
+    from rankmap.profiler.formats import metis_rounding, read_traffic, write
     d = outputs.target_file(dst, "DST", force, inputs=[src])               # checked before any work
     t = read_traffic(src, fmt, model, allow_partial)
     used = write(t, d, to, units)
     console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
+    if used == "metis" and (note := metis_rounding(t, units)):     # integer weights: said, not silent
+        console.print(f"  note: {note}")
 
 
 COMMANDS = [map_cmd, evaluate, predict, convert]
