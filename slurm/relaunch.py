@@ -140,6 +140,10 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
                             f"({os.environ.get('SLURM_JOB_NODELIST')}); map onto the allocation's nodes")
     if check_nodes:
         cluster.check_usable(uniq)
+        used: dict[str, int] = {}
+        for h, cs in zip(m.hosts, m.cores):
+            used[h] = max(used.get(h, 0), max(cs, default=-1) + 1)
+        cluster.check_cores(used, f"the mapping in {m.path}")
     cpus = None if force_wrapper else map_cpu_list(m)
     argv = ["srun", "-m", "arbitrary", "-n", str(m.ntasks)]
     if not any(a == "--mpi" or a.startswith("--mpi=") for a in srun_args or []):

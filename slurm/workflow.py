@@ -133,8 +133,13 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         task_env = {"RANKMAP_PROFILE_DIR": str(base / "relaunch-profile"),
                     "RANKMAP_PROFILE_RUN_ID": "relaunch-" + uuid.uuid4().hex[:8]}
         (base / "relaunch-profile").mkdir()
-    plan = relaunch.srun_plan(base / "mapping", list(app), srun_args=common + list(srun_args), preload=preload,
-                              mpi=mpi or res1.mpi, task_env=task_env)
+    try:
+        plan = relaunch.srun_plan(base / "mapping", list(app), srun_args=common + list(srun_args), preload=preload,
+                                  mpi=mpi or res1.mpi, task_env=task_env)
+    except UserError as e:           # the mapping cannot run (a node down, a core Slurm does not know)
+        record["status"] = f"failed: pass 2 not started: {e}"
+        save()
+        raise
     console.print(plan.line())
     console.print(f"cores bound with {plan.binding}")
     code2, secs2 = relaunch.execute(plan)

@@ -238,6 +238,19 @@ def test_wrong_rank_count(slurm_cluster, workflow):
     one_line(res, "is for 8 ranks but this allocation has SLURM_NTASKS=4")
 
 
+def test_mapping_on_cores_slurm_does_not_know(slurm_cluster, tmp_path):
+    """A mapping made with a --node-topology larger than the nodes (8 cores where Slurm has
+    2): srun failed with "Requested node configuration is not available" and rankmap said
+    only that pass 2 failed; now one line before srun, naming the core and Slurm's count."""
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 4},100\n" for i in range(4)))
+    m = tmp_path / "m"
+    assert rankmap(slurm_cluster, "map", t, "--nodes", "n[1-2]", "--node-topology", "pack:1 core:8",
+                   "--out", m).returncode == 0
+    one_line(rankmap(slurm_cluster, "srun", m, "--", "true"),
+             "uses core 3 of n1, but Slurm describes n1 with 2 core(s) (Sockets=2 CoresPerSocket=1")
+
+
 def test_host_not_in_allocation(slurm_cluster, workflow):
     d, _ = workflow
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
