@@ -251,6 +251,26 @@ def test_mapping_on_cores_slurm_does_not_know(slurm_cluster, tmp_path):
              "uses core 3 of n1, but Slurm describes n1 with 2 core(s) (Sockets=2 CoresPerSocket=1")
 
 
+def test_mapping_with_two_ranks_on_a_core(slurm_cluster, tmp_path):
+    """--oversubscribe 2, 8 ranks on 2 nodes of 2 cores: srun refused 8 tasks on 4 CPUs, and
+    with --overcommit outside an allocation Slurm grants one CPU per node ("CPU binding outside
+    of job step allocation"). Now: one error outside an allocation saying how to run it, and
+    inside an allocation of whole nodes --overcommit is added and every rank is bound."""
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 4) % 8},1000\n" for i in range(8)))
+    m = tmp_path / "m"
+    assert rankmap(slurm_cluster, "map", t, "--nodes", "n[1-2]", "--oversubscribe", "2", "--out", m).returncode == 0
+    one_line(rankmap(slurm_cluster, "srun", m, "--", "true"),
+             "puts up to 2 ranks on a core: srun needs --overcommit for that, and outside an allocation")
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    show = "echo WHERE $SLURM_PROCID $SLURM_PROCID $(hostname) $(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+    res = subprocess.run(["salloc", "-w", "n1,n2", "-N", "2", "--exclusive", "-t", "1", *RANKMAP_CMD, "srun", str(m),
+                          "--", "sh", "-c", show], env=e, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "--overcommit" in res.stdout
+    check_placement(where_lines(res.stdout), m, 8)
+
+
 def test_host_not_in_allocation(slurm_cluster, workflow):
     d, _ = workflow
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
