@@ -344,7 +344,7 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     oversubscribe = validate.integer(oversubscribe, "--oversubscribe", "ranks per core", 1,
                                      validate.MAX_OVERSUBSCRIBE, float_form=False)
 
-    numa_level = any(t.numa_per_package > 1 for t in topos)
+    numa_level = any(t.numa_per_package > 1 for t in {id(t): t for t in topos}.values())   # nodes share topologies
     if isinstance(network, Hierarchy):
         net_names = network.level_names
     else:
