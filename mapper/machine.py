@@ -242,7 +242,8 @@ def parse_topologies(specs: list[str], hosts: list[str]) -> list:
         if "=" not in spec:
             raise UserError(f"--node-topology {spec!r}: with several topologies each must be HOSTLIST=SPEC")
         hl, _, topo = spec.partition("=")
-        if "=" in topo and not Path(topo.strip()).exists():     # 'n[1-2]=pack:2 core:2,n[3-4]=...': hwloc's error named 'core:2,n[3-4]=pack:1'
+        # 'n[1-2]=pack:2 core:2,n[3-4]=...': hwloc's error had named 'core:2,n[3-4]=pack:1'
+        if "=" in topo and not Path(topo.strip()).exists():
             raise UserError(f"--node-topology {spec!r}: several HOSTLIST=SPEC in one option; give each its own "
                             "--node-topology (--node-topology 'n[1-2]=pack:2 core:6' --node-topology "
                             "'n[3-4]=pack:1 core:8')")

@@ -284,7 +284,8 @@ def _whole_matrix(text: str):
 
 def _read_treematch(path: Path) -> Traffic:
     text = _read_text(path)
-    rows = [(i, _fields(ln)) for i, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [(i, _fields(ln)) for i, ln in enumerate(text.splitlines(), 1)
+            if ln.strip() and not ln.lstrip().startswith("#")]
     if not rows:
         raise UserError(f"{path}: empty matrix")
     n = len(rows)

@@ -164,7 +164,8 @@ def _spread_by_loop(m, nranks):
 
 @pytest.mark.parametrize("nodes, topo, kw, sizes", [
     (["a", "b", "c"], ["pack:2 core:4"], {}, [1, 2, 3, 5, 7, 13, 23]),
-    (["a", "b", "c"], ["a=pack:2 core:3", "b=pack:1 core:5", "c=pack:4 core:1"], {"oversubscribe": 3}, [1, 4, 11, 25, 40]),
+    (["a", "b", "c"], ["a=pack:2 core:3", "b=pack:1 core:5", "c=pack:4 core:1"], {"oversubscribe": 3},
+     [1, 4, 11, 25, 40]),
     ([f"n{i}" for i in range(7)], ["pack:2 numa:2 core:3"], {"oversubscribe": 2}, [3, 6, 50, 83, 167]),
     ([f"n{i}" for i in range(5)], ["pack:3 core:5"], {"ranks_per_node": 7}, [2, 9, 34]),
     ([f"n{i}" for i in range(6)], ["pack:2 core:2"], {"network": "torus:3x2"}, [5, 11, 23]),

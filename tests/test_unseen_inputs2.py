@@ -213,7 +213,8 @@ def test_two_host_groups_in_one_node_topology_option(tmp_path, sep):
      "--network-speeds NOPE: no such file or directory (a `rankmap probe` file or a `rankmap platform` directory)"),
     (["predict", "T", "M", "--probe", "NOPE"], "NOPE: no such file (expected a `rankmap probe` file)"),
     (["predict", "T", "M", "--platform", "NOPE"], "--platform NOPE: no such directory"),
-    (["map", "T", *MAP2, "--level-costs", "@NOPE", "--out", "m"], "NOPE: no such file (expected a level-cost JSON file)"),
+    (["map", "T", *MAP2, "--level-costs", "@NOPE", "--out", "m"],
+     "NOPE: no such file (expected a level-cost JSON file)"),
 ])
 def test_a_missing_file_is_named_with_what_it_should_be(tmp_path, args, fragment):
     """Were "NOPE: no such file" (which option?) and, for --platform, "not a platform directory
