@@ -111,18 +111,21 @@ def core_round(machine: Machine) -> np.ndarray:
     return occ
 
 
-def cores_first(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray, str] | None:
+def cores_first(machine: Machine, nranks: int, even: bool = True) -> tuple[Machine, np.ndarray, str] | None:
     """--oversubscribe N for ranks that are processes: distinct cores first, a core's second
     slot only for the ranks the cores cannot hold (the cost model prices two ranks of one core
     at 0, so on the whole machine the search packed them in pairs onto half the cores, idle
     ones beside). Up to one rank per core: the machine of one slot per core (all nodes, so
     node indices stay; the packed fill then takes the fewest nodes as without
     --oversubscribe). More: every core's first slot and the rest spread evenly over nodes and
-    packages (spread). None when nothing is oversubscribed or every slot is taken. Returns
-    (the reduced machine, its slots' indices in the whole machine, a note)."""
+    packages (spread); with even=False (map --parallel, which needs nodes of one size) every
+    core's first ceil(ranks / cores) slots instead. None when nothing is oversubscribed or
+    every slot is taken. Returns (the reduced machine, its slots' indices in the whole
+    machine, a note)."""
     if nranks >= machine.nslots:
         return None
-    first = np.flatnonzero(core_round(machine) == 0)
+    rnd = core_round(machine)
+    first = np.flatnonzero(rnd == 0)
     cores = len(first)
     if cores == machine.nslots:
         return None
@@ -130,6 +133,13 @@ def cores_first(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray, str
         return (restrict(machine, np.arange(machine.nnodes), first), first,
                 f"--oversubscribe: the {nranks} ranks fit on the {cores} cores, one rank per core as without "
                 "it; a core takes several only when the ranks outnumber the cores")
+    if not even:
+        per = -(-nranks // cores)
+        sel = np.flatnonzero(rnd < per)
+        if len(sel) == machine.nslots:
+            return None
+        return (restrict(machine, np.arange(machine.nnodes), sel), sel,
+                f"--oversubscribe: {nranks} ranks on {cores} cores: every core takes up to {per}")
     m, sel = spread(machine, nranks)
     each = f"{nranks // cores}" if nranks % cores == 0 else f"{nranks // cores} or {nranks // cores + 1}"
     return (m, sel, f"--oversubscribe: {nranks} ranks on {cores} cores: every core takes {each}, spread evenly "

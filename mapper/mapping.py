@@ -62,7 +62,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
             f"{machine.nnodes} of the {full.nnodes} nodes (one rank each)"
         notes.append(f"--fill spread: the {traffic.size} ranks take {traffic.size} of the {full.nslots} slots, "
                      f"spread evenly over {over} and their packages (block and cyclic over the same slots)")
-    elif processes and (packed := allocation.cores_first(machine, traffic.size)) is not None:
+    elif processes and (packed := allocation.cores_first(machine, traffic.size, even=parallel is None)) is not None:
         machine, sel, note = packed
         notes.append(note + " (block and cyclic over the same slots)")
     timing = predictor = None
