@@ -22,10 +22,14 @@ def restrict(machine: Machine, nodes, slots: np.ndarray | None = None) -> Machin
     """The same machine reduced to some of its nodes (network coordinates kept), and to some
     of their slots (indices, ascending) if given."""
     from dataclasses import replace
-    nodes = np.asarray(sorted(set(int(x) for x in nodes)))
-    keep = np.isin(machine.slot_node, nodes)
+    nodes = np.unique(np.fromiter(nodes, dtype=np.int64))
+    mask = np.zeros(machine.nnodes, dtype=bool)
+    mask[nodes] = True
+    keep = mask[machine.slot_node]
     if slots is not None:
-        keep &= np.isin(np.arange(machine.nslots), slots)
+        chosen = np.zeros(machine.nslots, dtype=bool)
+        chosen[slots] = True
+        keep &= chosen
     remap = -np.ones(machine.nnodes, dtype=np.int64)
     remap[nodes] = np.arange(len(nodes))
     net = machine.network
@@ -48,30 +52,98 @@ def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
     take = np.floor(quota).astype(np.int64)
     extra = nranks - int(take.sum())
     take[np.argsort(-(quota - take), kind="stable")[:extra]] += 1
-    keep = []
-    for k, slots in enumerate(machine.slots_by_node()):
-        t = machine.topos[k]
-        cores = machine.slot_core[slots]
-        occ = np.zeros(len(slots), dtype=np.int64)          # the how-many-th slot of its core
-        seen = {}
-        for i, c in enumerate(cores.tolist()):
-            occ[i] = seen.get(c, 0)
-            seen[c] = occ[i] + 1
-        groups = {}
-        for i in np.lexsort((cores, occ)):
-            groups.setdefault((t.core_package[cores[i]], t.core_numa[cores[i]]), []).append(slots[i])
-        queues = [list(q) for q in groups.values()]
-        chosen, i = [], 0
-        while len(chosen) < take[k]:
-            q = queues[i % len(queues)]
-            if q:
-                chosen.append(q.pop(0))
-            i += 1
-        keep += chosen
-    sel = np.sort(np.array(keep, dtype=np.int64))
+    # On each node, its packages (and NUMA nodes) are queues, ordered by their lowest core,
+    # each holding its slots by (round of the core, core); the node takes its first take[k]
+    # slots round robin over the queues: by (position in its queue, queue). In numpy: the loop
+    # over the slots it replaces took 1.1-1.8 s of CPU at 10^6 slots (now 0.15-0.25 s).
+    node, core, rnd = machine.slot_node, machine.slot_core, core_round(machine)
+    local, per_node = _core_groups(machine)
+    group = node * per_node + local                           # < 2^20 nodes x 4096 groups
+    ngroups = machine.nnodes * per_node                       # some empty: they sort last
+    low = np.full(ngroups, np.iinfo(np.int64).max)
+    np.minimum.at(low, group, core)                           # each queue's lowest core
+    gnode = np.arange(ngroups, dtype=np.int64) // per_node
+    gorder = np.lexsort((low, gnode))                         # queues by node, then lowest core
+    qidx = np.empty(ngroups, dtype=np.int64)
+    qidx[gorder] = np.arange(ngroups) - _starts(gnode[gorder])
+    # sort keys packed in one int64 (slots < 2^24, rounds <= 1024, cores and queues <= 4096 a node)
+    ncore = int(core.max()) + 1
+    inq = np.argsort((group * (int(rnd.max()) + 1) + rnd) * ncore + core)     # each queue's slots in order
+    pos = np.empty(machine.nslots, dtype=np.int64)
+    pos[inq] = np.arange(machine.nslots) - _starts(group[inq])
+    order = np.argsort((node * (int(pos.max()) + 1) + pos) * (int(qidx.max()) + 1) + qidx[group])   # round robin
+    nth = np.empty(machine.nslots, dtype=np.int64)
+    nth[order] = np.arange(machine.nslots) - _starts(node[order])
+    sel = np.flatnonzero(nth < take[node])                    # ascending, as slot indices are
     # fewer ranks than nodes: the nodes left without a rank leave the machine (a node of no slots
     # has no place in the machine tree)
-    return restrict(machine, np.unique(machine.slot_node[sel]), sel), sel
+    return restrict(machine, np.flatnonzero(take > 0), sel), sel
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Per entry of a sorted key array, the index of the first entry of its key."""
+    n = len(sorted_keys)
+    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]) if n else np.zeros(0, np.int64)
+    return np.repeat(first, np.diff(np.r_[first, n]))
+
+
+def _core_groups(machine: Machine) -> tuple[np.ndarray, int]:
+    """Per slot, its core's (package, NUMA node) pair as a number within its node (below the
+    node's cores), and the largest count of such pairs on a node."""
+    kinds = {}
+    kind_of = np.array([kinds.setdefault(id(t), len(kinds)) for t in machine.topos], dtype=np.int64)
+    uniq = {kinds[id(t)]: t for t in machine.topos}
+    tab = np.zeros((len(kinds), max(t.cores for t in machine.topos)), dtype=np.int64)
+    for k, t in uniq.items():
+        pairs = {}
+        tab[k, :t.cores] = [pairs.setdefault((p, q), len(pairs)) for p, q in zip(t.core_package, t.core_numa)]
+    return tab[kind_of[machine.slot_node], machine.slot_core], int(tab.max()) + 1
+
+
+def core_round(machine: Machine) -> np.ndarray:
+    """Per slot, the how-many-th slot of its core it is (0 for a core's first slot; with
+    --oversubscribe N, 0..N-1)."""
+    key = machine.slot_node * (int(machine.slot_core.max()) + 1) + machine.slot_core
+    # slots are built node by node, core by core: sorted already, unless a caller reordered them
+    order = np.arange(machine.nslots) if (key[1:] >= key[:-1]).all() else np.argsort(key, kind="stable")
+    occ = np.empty(machine.nslots, dtype=np.int64)
+    occ[order] = np.arange(machine.nslots) - _starts(key[order])
+    return occ
+
+
+def cores_first(machine: Machine, nranks: int, even: bool = True) -> tuple[Machine, np.ndarray, str] | None:
+    """--oversubscribe N for ranks that are processes: distinct cores first, a core's second
+    slot only for the ranks the cores cannot hold (the cost model prices two ranks of one core
+    at 0, so on the whole machine the search packed them in pairs onto half the cores, idle
+    ones beside). Up to one rank per core: the machine of one slot per core (all nodes, so
+    node indices stay; the packed fill then takes the fewest nodes as without
+    --oversubscribe). More: every core's first slot and the rest spread evenly over nodes and
+    packages (spread); with even=False (map --parallel, which needs nodes of one size) every
+    core's first ceil(ranks / cores) slots instead. None when nothing is oversubscribed or
+    every slot is taken. Returns (the reduced machine, its slots' indices in the whole
+    machine, a note)."""
+    if nranks >= machine.nslots:
+        return None
+    rnd = core_round(machine)
+    first = np.flatnonzero(rnd == 0)
+    cores = len(first)
+    if cores == machine.nslots:
+        return None
+    if nranks <= cores:
+        return (restrict(machine, np.arange(machine.nnodes), first), first,
+                f"--oversubscribe: the {nranks} ranks fit on the {cores} cores, one rank per core as without "
+                "it; a core takes several only when the ranks outnumber the cores")
+    if not even:
+        per = -(-nranks // cores)
+        sel = np.flatnonzero(rnd < per)
+        if len(sel) == machine.nslots:
+            return None
+        return (restrict(machine, np.arange(machine.nnodes), sel), sel,
+                f"--oversubscribe: {nranks} ranks on {cores} cores: every core takes up to {per}")
+    m, sel = spread(machine, nranks)
+    each = f"{nranks // cores}" if nranks % cores == 0 else f"{nranks // cores} or {nranks // cores + 1}"
+    return (m, sel, f"--oversubscribe: {nranks} ranks on {cores} cores: every core takes {each}, spread evenly "
+            "over the nodes and their packages")
 
 
 def node_capacity(machine: Machine) -> np.ndarray:

@@ -17,11 +17,15 @@ def block(n: int, machine: Machine) -> np.ndarray:
 
 def cyclic(n: int, machine: Machine) -> np.ndarray:
     """Rank r on node r mod N (skipping full nodes), each node's slots in order."""
-    per_node = machine.slots_by_node()
-    # round r takes the r-th slot of every node that still has one, in node order
-    depth = max(len(p) for p in per_node)
-    order = [p[r] for r in range(depth) for p in per_node if r < len(p)]
-    return np.array(order[:n], dtype=np.int64)
+    # round r takes the r-th slot of every node that still has one, in node order: the slots
+    # sorted by (their place among their node's slots, node); in numpy (a list of the slots
+    # took 5 s at 6.4 * 10^6 slots)
+    node = machine.slot_node
+    order = np.argsort(node, kind="stable")                     # each node's slots in slot order
+    first = np.searchsorted(node[order], np.arange(machine.nnodes))
+    place = np.empty(machine.nslots, dtype=np.int64)
+    place[order] = np.arange(machine.nslots) - first[node[order]]
+    return np.lexsort((node, place))[:n].astype(np.int64)
 
 
 def random(n: int, machine: Machine, seed: int) -> np.ndarray:

@@ -52,8 +52,11 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     heavy = off[share >= STRIDE_SHARE]
     strides = sorted(int(s) for s in heavy[np.argsort(-share[share >= STRIDE_SHARE], kind="stable")][:MAX_STRIDES]
                      if 1 < s < n)
-    # the slowest dimension may be cut short (the last row or plane partly filled)
-    cands = [(-(-n // s), s) for s in strides]
+    # the slowest dimension may be cut short (the last row or plane partly filled). A ring's
+    # wrap-around (offset n - 1) is a heavy offset too, and (2, n - 1) "explains" it; the
+    # ring itself, (n,), is a candidate, ranked first among equals (the fewest dimensions),
+    # so that it is not called a grid (a 4-rank ring was "a 2 x 3 process grid")
+    cands = [(n,)] + [(-(-n // s), s) for s in strides]
     if max_dims >= 3:
         cands += [(-(-n // b), b // a, a) for a, b in itertools.combinations(strides, 2) if b % a == 0 and b // a >= 2
                   and n > b]
@@ -62,7 +65,9 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     for dims in cands:
         sh = _near_share(rs, cs, ws, dims)
         if sh is not None and sh / ws.sum() >= NEAR_SHARE - SAMPLE_SLACK:
-            ranked.append(((round(sh / ws.sum(), 9), -len(dims)), tuple(int(d) for d in dims)))
+            # among equals a grid the ranks fill exactly (a 2 x 4 torus also fits a 3 x 3 grid
+            # of 8 ranks, through its diagonals)
+            ranked.append(((round(sh / ws.sum(), 9), -len(dims), math.prod(dims) == n), tuple(int(d) for d in dims)))
     if not ranked:
         return None
     ranked.sort(reverse=True)
@@ -71,7 +76,7 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     for _, dims in ranked:
         sh = _near_share(r, c, w, dims)
         if sh is not None and sh >= NEAR_SHARE * w.sum():
-            return dims
+            return dims if len(dims) > 1 else None      # a ring or chain: no grid to cut into bricks
     return None
 
 

@@ -8,7 +8,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from rankmap.profiler.errors import UserError
 from rankmap.profiler.formats import symmetric
 from rankmap.profiler.traffic import Traffic
 
@@ -20,6 +19,10 @@ class Graph:
     @property
     def n(self) -> int:
         return self.W.shape[0]
+
+    def empty(self) -> bool:
+        """No traffic between distinct ranks (a program that sends nothing, or only to itself)."""
+        return self.W.nnz == 0
 
     def total(self) -> float:
         return float(self.W.sum()) / 2
@@ -34,8 +37,6 @@ class Graph:
 
 def from_traffic(t: Traffic) -> Graph:
     W = symmetric(t.bytes)
-    if W.nnz == 0:
-        raise UserError(f"{t.source}: no traffic between distinct ranks; there is nothing to map")
     W = W.astype(np.float64, copy=False)   # W is symmetric()'s own matrix: no copy needed
     # int64 indices: the C kernels (refine, subgraphs) read them without a copy of their own
     W.indices, W.indptr = W.indices.astype(np.int64), W.indptr.astype(np.int64)

@@ -242,6 +242,11 @@ def parse_topologies(specs: list[str], hosts: list[str]) -> list:
         if "=" not in spec:
             raise UserError(f"--node-topology {spec!r}: with several topologies each must be HOSTLIST=SPEC")
         hl, _, topo = spec.partition("=")
+        # 'n[1-2]=pack:2 core:2,n[3-4]=...': hwloc's error had named 'core:2,n[3-4]=pack:1'
+        if "=" in topo and not Path(topo.strip()).exists():
+            raise UserError(f"--node-topology {spec!r}: several HOSTLIST=SPEC in one option; give each its own "
+                            "--node-topology (--node-topology 'n[1-2]=pack:2 core:6' --node-topology "
+                            "'n[3-4]=pack:1 core:8')")
         with validate.prefixed(f"--node-topology {spec!r}"):
             t = hwtopo.load(topo.strip())
         for h in hostnames.expand(hl, f"--node-topology {spec!r}"):
@@ -340,7 +345,7 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     oversubscribe = validate.integer(oversubscribe, "--oversubscribe", "ranks per core", 1,
                                      validate.MAX_OVERSUBSCRIBE, float_form=False)
 
-    numa_level = any(t.numa_per_package > 1 for t in topos)
+    numa_level = any(t.numa_per_package > 1 for t in {id(t): t for t in topos}.values())   # nodes share topologies
     if isinstance(network, Hierarchy):
         net_names = network.level_names
     else:

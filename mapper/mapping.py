@@ -30,8 +30,12 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     graph = from_traffic(traffic)
     notes = list(traffic.notes)
     chosen_nodes = None
+    # --oversubscribe for processes (not --imbalance's units of work): distinct cores first
+    processes = not spec.get("imbalance")
     if mode == "whole-cluster":
-        cands = allocation.candidate_node_sets(machine, traffic.size)
+        one = allocation.cores_first(machine, traffic.size) if processes else None
+        search_on = one[0] if one is not None and one[0].nnodes == machine.nnodes else machine   # same node indices
+        cands = allocation.candidate_node_sets(search_on, traffic.size)
         index = {h: k for k, h in enumerate(machine.hosts)}
         for extra in (traffic.hosts(), also_nodes):   # where the run was is a candidate too
             if extra and all(h in index for h in extra):
@@ -40,7 +44,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                     cands.append(ids)
         best = None
         for nodes in cands:   # a quick mapping on each candidate part, the cheapest wins
-            sub = allocation.restrict(machine, nodes)
+            sub = allocation.restrict(search_on, nodes)
             if sub.nslots < traffic.size:
                 continue
             r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine,
@@ -58,6 +62,9 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
             f"{machine.nnodes} of the {full.nnodes} nodes (one rank each)"
         notes.append(f"--fill spread: the {traffic.size} ranks take {traffic.size} of the {full.nslots} slots, "
                      f"spread evenly over {over} and their packages (block and cyclic over the same slots)")
+    elif processes and (packed := allocation.cores_first(machine, traffic.size, even=parallel is None)) is not None:
+        machine, sel, note = packed
+        notes.append(note + " (block and cyclic over the same slots)")
     timing = predictor = None
     if parallel is not None:
         from rankmap.mapper.parallel import map_parallel

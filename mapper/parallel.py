@@ -131,12 +131,15 @@ def map_parallel(traffic: Traffic, machine: Machine, run: Callable[[Path, Path, 
     n = traffic.size
     check_fits(n, machine, traffic)
     graph = graph or from_traffic(traffic)
+    if graph.empty():                   # nothing to partition: no MPI job is started
+        return solve_mod.nothing_exchanged(traffic, machine, "metis", seed, t0), {}
     W = graph.W
     notes, timing = [], {}
     per_node = np.bincount(machine.slot_node, minlength=machine.nnodes)
     if len(set(per_node.tolist())) != 1:
-        raise UserError("--parallel needs nodes of one size (the parts are interchangeable between nodes); "
-                        "map heterogeneous machines without --parallel")
+        raise UserError(f"--parallel needs nodes of one size (the parts are interchangeable between nodes), here "
+                        f"{per_node.min()} to {per_node.max()} slots; map heterogeneous machines, or --fill spread, "
+                        "without --parallel")
     cap = int(per_node[0])
     k = -(-n // cap)
     target = np.full(k, n // k)

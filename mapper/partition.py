@@ -227,9 +227,14 @@ def units_of_work(n: int, machine: Machine) -> bool:
     """Whether n ranks on this machine are units of work, many per core (--oversubscribe
     for a graph partition, as in the field's standard benchmark): backends.plan then affords
     the partitioners' strong settings on bigger graphs (backends.UNITS_PER_CORE)."""
+    if n < backends.UNITS_PER_CORE * machine.nnodes:      # every node has a core: no need to count them
+        return False
     cores = machine.__dict__.get("_cores")      # a property of the machine: computed once (O(slots))
     if cores is None:
-        cores = np.unique(machine.slot_node * (int(machine.slot_core.max()) + 1) + machine.slot_core).size
+        key = machine.slot_node * (int(machine.slot_core.max()) + 1) + machine.slot_core
+        step = np.diff(key)
+        # slots are built node by node, core by core: distinct cores are the changes of the key
+        cores = int(np.count_nonzero(step)) + 1 if (step >= 0).all() else np.unique(key).size
         machine.__dict__["_cores"] = cores
     return n >= backends.UNITS_PER_CORE * cores
 

@@ -265,8 +265,10 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
             through = _through(M, machine, na, nb)
         bounds["nic"] = float(through.max()) / net.nic_bw
     limit = max(bounds, key=bounds.get)
-    out = {"seconds": latency + bounds[limit], "seconds_from": "bound", "latency": latency,
-           "latency_from": latency_from, "bandwidth": bounds[limit],
+    if bounds[limit] == 0:      # no bytes between distinct ranks: no bandwidth bound limits ("serial" was a guess)
+        limit = "latency" if latency > 0 else "nothing sent"
+    out = {"seconds": latency + bounds.get(limit, 0.0), "seconds_from": "bound", "latency": latency,
+           "latency_from": latency_from, "bandwidth": bounds.get(limit, 0.0),
            "limited_by": limit, "bounds": bounds,
            "busiest_rank": int(np.argmax(lat_rank + bw_rank)) if n else 0,
            "internode_bytes": float(byts[inter].sum()), "messages": float(msgs.sum())}

@@ -107,6 +107,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     n = traffic.size
     check_fits(n, machine, traffic)
     graph = graph or from_traffic(traffic)
+    if graph.empty():
+        return nothing_exchanged(traffic, machine, algorithm, seed, t0)
     notes = []
     comps, isolated = graph.components()
     if comps > 1 or isolated:
@@ -258,6 +260,26 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     return Result(slot_of_rank=slot, cost=cost, algorithm=algorithm, chosen=chosen, fell_back=fell_back,
                   candidates=candidates, defaults=default_costs, seconds=time.monotonic() - t0, notes=notes,
                   predicted=predicted)
+
+
+NOTHING_EXCHANGED = ("no traffic between distinct ranks: every placement costs the same, so the {} order is "
+                     "returned")
+
+
+def nothing_exchanged(traffic: Traffic, machine: Machine, algorithm: str, seed: int, t0: float) -> Result:
+    """A program that sends nothing (or only to itself) still runs: every placement costs 0,
+    so the launcher's own block order is returned (the order asked for, with --algorithm
+    block, cyclic or random), with a note saying why, instead of stopping a workflow."""
+    n = traffic.size
+    defaults = {"block": baselines.block(n, machine), "cyclic": baselines.cyclic(n, machine)}
+    if baselines.from_placement(traffic.placement, machine) is not None:
+        defaults["input"] = None
+    name = algorithm if algorithm in ("cyclic", "random") else "block"
+    slot = baselines.random(n, machine, seed) if name == "random" else defaults[name].copy()
+    _validate(slot, n, machine)
+    return Result(slot_of_rank=slot, cost=0.0, algorithm=algorithm, chosen=name, fell_back=name != algorithm,
+                  candidates={}, defaults={k: 0.0 for k in defaults}, seconds=time.monotonic() - t0,
+                  notes=[NOTHING_EXCHANGED.format(name)])
 
 
 def other_starts(graph: Graph, machine: Machine, seed: int, root) -> dict:

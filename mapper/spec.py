@@ -15,6 +15,7 @@ from rankmap.profiler.errors import UserError
 
 KEYS = ("hosts", "node_topology", "torus", "mesh", "coords", "switch_tree", "level_costs", "hop_cost",
         "ranks_per_node", "oversubscribe", "network")
+OTHER_KEYS = ("simgrid", "imbalance")     # a platform's SimGrid section; --imbalance's (with_imbalance)
 
 
 def make(hosts: list[str], node_topology: list[str], torus: str | None = None, mesh: str | None = None,
@@ -45,6 +46,12 @@ def load(path: str | Path) -> dict:
     where = str(p)
     if not isinstance(raw, dict) or "hosts" not in raw:
         raise UserError(f"{p}: not a machine description (no host list)")
+    unknown = [k for k in raw if k not in KEYS + OTHER_KEYS]
+    if unknown:        # a misspelt field ("ranks-per-node", "oversubscribed") was ignored: another machine
+        import difflib
+        near = difflib.get_close_matches(unknown[0].replace("-", "_").lower(), KEYS + OTHER_KEYS, 1, 0.6)
+        raise UserError(f"{where}: unknown field {unknown[0]!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                        + f"; a machine description has {', '.join(KEYS)}")
     hosts = validate.string_list(raw["hosts"], where, "hosts")
     if len(hosts) > validate.MAX_NODES:
         raise UserError(f"{where}: {len(hosts)} hosts; rankmap handles at most {validate.MAX_NODES}")
@@ -69,6 +76,7 @@ def load(path: str | Path) -> dict:
     if isinstance(raw.get("network"), dict):
         _check_network(raw["network"], where)
     validate.expect(raw.get("simgrid"), (dict, type(None)), where, "simgrid")
+    validate.expect(raw.get("imbalance"), (int, float, type(None)), where, "imbalance")
     spec = Spec(raw)
     spec.origin = where
     return spec

@@ -4,8 +4,8 @@
 |------------|-----------------------------------------------------------------------|
 | profile    | a rankmap profiler run directory (collectives expanded by a model)    |
 | mpip       | mpiP communication-matrix CSV `src,dst,bytes,count`, diagonal = row total |
-| csv        | triplets `src,dst,bytes[,messages]` (header and # comments allowed)   |
-| treematch  | TreeMatch's dense whitespace-separated square matrix                 |
+| csv        | triplets `src,dst,bytes[,messages]` (header and # comments allowed; tabs, semicolons or blanks instead of commas) |
+| treematch  | TreeMatch's dense whitespace-separated square matrix (or comma-separated) |
 | amfch      | Angara MPI `amfch_statistics` (AMFCH_STATISTICS_PRINT_MODE=2) printed into a log: a P x P matrix of 64-bit words, rows = sources |
 | ompi       | Open MPI monitoring dump `PREFIX.<rank>.prof` (E = user point-to-point, I = what collectives sent) |
 | mtx        | MatrixMarket                                                          |
@@ -57,15 +57,42 @@ def detect(path: Path) -> str:
     if suffix in (".graph", ".metis"):
         return "metis"
     text = _read_text(path, lenient=True)
+    if not text.strip():
+        what = "an empty file (0 bytes)" if path.stat().st_size == 0 else "empty once decompressed" if not text \
+            else "nothing but blank lines"
+        raise UserError(f"{path}: {what}: no traffic in it")
     head = text[:4096]
     first = _first_row(head)
-    if suffix == ".csv" or first.lower().startswith("src,"):
-        return "mpip" if first.replace(" ", "").lower() == "src,dst,bytes,count" else "csv"
+    if "," in first and _dense_csv(path, text, first):
+        return "treematch"
+    head_fields = re.split(r"[\s,;]+", first.lower())
+    if suffix == ".csv" or head_fields[:3] == ["src", "dst", "bytes"]:      # commas, tabs, semicolons or blanks
+        return "mpip" if head_fields == ["src", "dst", "bytes", "count"] else "csv"
     if head.startswith("%%MatrixMarket"):
         return "mtx"
     if _looks_like_metis(text):
         return "metis"
     return "treematch" if _whole_matrix(text) is not None else "amfch"
+
+
+def _dense_csv(path: Path, text: str, first: str) -> bool:
+    """A whole square matrix written with commas (numpy.savetxt, spreadsheets), no header:
+    read as a dense matrix. 3 x 3 and 4 x 4 ones are also valid src,dst,bytes[,count]
+    rows (a 3 x 3 matrix was read as three pairs, 4 ranks): those are refused as ambiguous."""
+    k, lines = len(first.split(",")), text.count("\n") + 1
+    if not k - 1 <= lines <= 4 * k + 100:         # cheap: a long list of pairs is no k x k matrix
+        return False
+    try:
+        float(first.split(",")[0])
+    except ValueError:
+        return False            # a header
+    if _whole_matrix(text) is None:
+        return False
+    if k in (3, 4):
+        row = "src,dst,bytes" + (",messages" if k == 4 else "")
+        raise UserError(f"{path}: {k} rows of {k} numbers and no header: a {k} x {k} matrix, or {k} rows {row}? "
+                        f"Add the header line {row} (or pass --format csv), or pass --format treematch for a matrix")
+    return True
 
 
 def _first_row(text: str) -> str:
@@ -123,6 +150,8 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
               "npz": lambda: _read_npz(path), "metis": lambda: _read_metis(path)}[fmt]
     if fmt != "profile" and not path.exists() and fmt != "ompi":
         raise UserError(f"{path}: no such file")
+    if path.is_file() and path.stat().st_size == 0:      # was "not a MatrixMarket file", "not an .npz file", ...
+        raise UserError(f"{path}: an empty file (0 bytes): no traffic in it")
     if fmt not in ("profile", "smpi", "ompi") and path.is_dir():
         raise UserError(f"{path}: is a directory, not a {fmt} file (--format {fmt})")
     if fmt == "profile" and path.exists() and not path.is_dir():
@@ -177,12 +206,24 @@ def _triplets(path: Path, rows, ncol: int, what: str):
         np.array(cnt, dtype=np.int64)
 
 
+def _dialect(first: str) -> dict:
+    """The separator of a triplet file, from its first row: commas, else tabs (pandas'
+    sep='\t'), semicolons (spreadsheets in comma-decimal locales) or blanks."""
+    if "," in first or not first:
+        return {}
+    if "\t" in first:
+        return {"delimiter": "\t"}
+    if ";" in first:
+        return {"delimiter": ";"}
+    return {"delimiter": " ", "skipinitialspace": True}
+
+
 def _csv_rows(path: Path):
     """Data rows of a CSV file: blank lines and # comments skipped anywhere; the first other
     row is a header when its first field is not a number."""
     text = _read_text(path)
     seen_row = False
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), **_dialect(_first_row(text)))
     lineno = 0
     while True:
         try:
@@ -226,8 +267,13 @@ def _read_csv(path: Path) -> Traffic:
 _INT_ROW = re.compile(r"^\s*(?:(?:rank\s*)?\d+\s*[:|]\s*)?((?:[-+]?\d+\s+)*[-+]?\d+)\s*$", re.IGNORECASE)
 
 
+def _fields(line: str) -> list[str]:
+    """A dense matrix row's values: blank-separated (TreeMatch) or comma-separated (CSV)."""
+    return line.replace(",", " ").split()
+
+
 def _whole_matrix(text: str):
-    rows = [ln.split() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [_fields(ln) for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not rows or any(len(r) != len(rows) for r in rows):
         return None
     try:
@@ -238,7 +284,8 @@ def _whole_matrix(text: str):
 
 def _read_treematch(path: Path) -> Traffic:
     text = _read_text(path)
-    rows = [(i, ln.split()) for i, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    rows = [(i, _fields(ln)) for i, ln in enumerate(text.splitlines(), 1)
+            if ln.strip() and not ln.lstrip().startswith("#")]
     if not rows:
         raise UserError(f"{path}: empty matrix")
     n = len(rows)
@@ -594,6 +641,19 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
                     f.write(" ".join(_fmt_num(v) for v in row) + "\n")
     outputs.write_file(target, fill)
     return fmt
+
+
+def metis_rounding(traffic: Traffic, units: str = "bytes") -> str | None:
+    """What writing `traffic` as a METIS graph (integer weights, write_metis) changes, in one
+    sentence, or None when every edge weight is a whole number >= 1 already."""
+    w = symmetric(traffic.bytes.tocsr()).data * (1.0 / WORD if units == "words" else 1.0)
+    r = np.rint(w)
+    off, low = int((r != w).sum()) // 2, int((r < 1).sum()) // 2
+    if not off:
+        return None
+    return (f"{off} of {len(w) // 2} edge weight(s) are not whole {units}: rounded to the nearest"
+            + (f" ({low} below one half raised to 1, so that no edge vanishes)" if low else "")
+            + "; mtx, npz or csv keep them exact")
 
 
 def symmetric(m: sp.spmatrix) -> sp.csr_matrix:

@@ -184,7 +184,7 @@ def read_bytes(path, what: str = "file") -> bytes:
         data = p.read_bytes()
         return _gunzip(data, p, what) if data[:2] == b"\x1f\x8b" else data
     except FileNotFoundError:
-        raise UserError(f"{p}: no such file") from None
+        raise UserError(f"{p}: no such file (expected a {what})") from None
     except OSError as e:
         raise UserError(f"{p}: cannot read it ({e.strerror or e})") from None
 

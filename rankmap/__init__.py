@@ -98,7 +98,14 @@ def map(traffic, machine, *, seed: int = 0, algorithm: str = "metis", time_limit
     seed = validate.integer(seed, "seed", "seed", 0, 10 ** 9, float_form=False)     # what --seed takes
     if time_limit is not None:
         time_limit = validate.number(time_limit, "time_limit", "seconds", 0.0, lo_open=True)
-    return solve.solve(traffic, machine, algorithm=algorithm, seed=seed, time_limit=time_limit)
+    from rankmap.mapper.allocation import cores_first
+    sub = cores_first(machine, traffic.size)      # --oversubscribe: distinct cores first, as `rankmap map`
+    if sub is None:
+        return solve.solve(traffic, machine, algorithm=algorithm, seed=seed, time_limit=time_limit)
+    res = solve.solve(traffic, sub[0], algorithm=algorithm, seed=seed, time_limit=time_limit)
+    res.slot_of_rank = sub[1][res.slot_of_rank]    # slots of the machine given
+    res.notes.insert(0, sub[2])
+    return res
 
 
 def evaluate(traffic, machine, slot_of_rank) -> dict:

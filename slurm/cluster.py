@@ -77,6 +77,24 @@ def node_topologies(hosts: list[str]) -> list[str] | None:
     return [next(iter(by))] if len(by) == 1 else [f"{hostnames.compress(hs)}={s}" for s, hs in by.items()]
 
 
+def check_cores(used: dict[str, int], source: str) -> None:
+    """One clear error when a mapping uses a core a node does not have by Slurm's description
+    (a --node-topology that is not the nodes': srun then fails with "Requested node
+    configuration is not available"). used: host -> highest logical core index + 1. Nothing
+    is said when Slurm cannot be asked."""
+    try:
+        info = node_info(list(used))
+    except UserError:
+        return
+    for h, n in used.items():
+        have = info[h]["sockets"] * info[h]["cores"]
+        if n > have:
+            raise UserError(f"{source} uses core {n - 1} of {h}, but Slurm describes {h} with {have} core(s) "
+                            f"(Sockets={info[h]['sockets']} CoresPerSocket={info[h]['cores']}: scontrol show node "
+                            f"{h}); map again with the nodes' own --node-topology, or without it (rankmap then asks "
+                            "Slurm)")
+
+
 def node_states(hosts: list[str]) -> dict[str, str]:
     out = query(["sinfo", "-h", "-N", "-n", hostnames.compress(hosts), "-o", "%N %T"])
     states = {}

@@ -334,6 +334,8 @@ def load(path: str | Path) -> tuple[Platform, Path]:
         d = d.parent
     mj = d / "machine.json"
     from rankmap.profiler import validate
+    if not d.exists():
+        raise UserError(f"--platform {d}: no such directory (write a platform with `rankmap platform --out {d}`)")
     if not d.is_dir() or not mj.is_file():
         raise UserError(f"--platform {d}: not a platform directory (no machine.json with a 'simgrid' section; "
                         "write one with `rankmap platform`)")

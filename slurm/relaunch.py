@@ -138,8 +138,25 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
         if outside:
             raise UserError(f"host {outside[0]} of the mapping is not in this allocation "
                             f"({os.environ.get('SLURM_JOB_NODELIST')}); map onto the allocation's nodes")
+    srun_args = list(srun_args or [])
+    per_core: dict = {}
+    for h, cs in zip(m.hosts, m.cores):
+        per_core[(h, tuple(cs))] = per_core.get((h, tuple(cs)), 0) + 1
+    shared = max(per_core.values(), default=1)
+    if shared > 1:      # --oversubscribe: Slurm starts more tasks than CPUs only with --overcommit
+        if not cluster.in_allocation() and check_nodes:
+            raise UserError(f"the mapping in {m.path} puts up to {shared} ranks on a core: srun needs --overcommit "
+                            "for that, and outside an allocation Slurm then grants one CPU per node, so the ranks "
+                            "cannot be bound to their cores; run inside an allocation of the whole nodes: salloc -w "
+                            f"{hostnames.compress(uniq)} --exclusive rankmap srun {m.path} -- ...")
+        if not any(a in ("-O", "--overcommit") for a in srun_args):
+            srun_args.append("--overcommit")
     if check_nodes:
         cluster.check_usable(uniq)
+        used: dict[str, int] = {}
+        for h, cs in zip(m.hosts, m.cores):
+            used[h] = max(used.get(h, 0), max(cs, default=-1) + 1)
+        cluster.check_cores(used, f"the mapping in {m.path}")
     cpus = None if force_wrapper else map_cpu_list(m)
     argv = ["srun", "-m", "arbitrary", "-n", str(m.ntasks)]
     if not any(a == "--mpi" or a.startswith("--mpi=") for a in srun_args or []):

@@ -133,8 +133,13 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         task_env = {"RANKMAP_PROFILE_DIR": str(base / "relaunch-profile"),
                     "RANKMAP_PROFILE_RUN_ID": "relaunch-" + uuid.uuid4().hex[:8]}
         (base / "relaunch-profile").mkdir()
-    plan = relaunch.srun_plan(base / "mapping", list(app), srun_args=common + list(srun_args), preload=preload,
-                              mpi=mpi or res1.mpi, task_env=task_env)
+    try:
+        plan = relaunch.srun_plan(base / "mapping", list(app), srun_args=common + list(srun_args), preload=preload,
+                                  mpi=mpi or res1.mpi, task_env=task_env)
+    except UserError as e:           # the mapping cannot run (a node down, a core Slurm does not know)
+        record["status"] = f"failed: pass 2 not started: {e}"
+        save()
+        raise
     console.print(plan.line())
     console.print(f"cores bound with {plan.binding}")
     code2, secs2 = relaunch.execute(plan)
@@ -204,6 +209,10 @@ def summary(console: Console, base: Path, record: dict, rep: dict) -> None:
     t.add_row("2 relaunch", str(p2["exit_code"]), f"{p2['seconds']:.2f}", p2["command"][:80])
     console.print(t)
     m = rep["metrics"]
+    if not m["block"]["bytes"]:        # a program that sends nothing: no ratio to show
+        console.print("mapped vs block: no traffic between distinct ranks, every placement is the same")
+        console.print(f"everything is in {base}")
+        return
     console.print(f"mapped vs block: SUM_COM {m['rankmap']['sum_com'] / max(m['block']['sum_com'], 1e-300):.3f}x, "
                   f"inter-node bytes {m['rankmap']['internode_fraction']:.1%} vs {m['block']['internode_fraction']:.1%}, "
                   f"max link load {m['rankmap']['max_link_load']:.4g} vs {m['block']['max_link_load']:.4g} B")

@@ -55,6 +55,19 @@ def test_no_grid_where_there_is_none():
     assert cartesian.detect(sp.csr_matrix((n, n))) is None
 
 
+def test_small_rings_are_no_grids_and_small_tori_keep_their_shape():
+    """A ring's wrap-around (offset n - 1) carries a big share of a small ring's bytes: a
+    4-rank ring was "a 2 x 3 process grid" (n = 4..49, equal or growing weights); a 2 x 4
+    torus was a 3 x 3 grid of 8 ranks (its diagonals)."""
+    for n in (4, 5, 8, 12, 49):
+        for w in (np.ones(n), np.arange(1, n + 1) * 1e3):
+            R = sp.csr_matrix((w, (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+            assert cartesian.detect(R + R.T) is None, n
+    for dims in ((2, 4), (2, 5), (3, 4), (4, 3), (2, 2, 2)):
+        assert cartesian.detect(grid(dims, periodic=True)) == dims
+    assert cartesian.detect(grid((2, 2))) == (2, 2)
+
+
 def dragonfly():
     return mach.build([f"n{i}" for i in range(162)], ["pack:2 core:4"], network="dragonfly:9x9x2")
 

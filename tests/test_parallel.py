@@ -69,6 +69,24 @@ def test_parallel_mpirun_on_a_dragonfly(stencil, tmp_path):
     assert not list(tmp_path.glob(".m.parallel-*"))                       # its work files are gone
 
 
+@pytest.mark.mpi
+def test_parallel_with_more_ranks_than_cores(tmp_path):
+    """--oversubscribe 3, 10 ranks on 8 cores, --parallel: --oversubscribe's even spread (3 or 2
+    ranks a node) is no machine of equal nodes, which --parallel needs; it gets every core's
+    first two slots instead, and runs."""
+    engine_ok()
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 10},1000\n" for i in range(10)))
+    res = run_cli("map", t, "--nodes", "n[1-4]", "--node-topology", "pack:1 core:2", "--oversubscribe", "3",
+                  "--parallel", "2", "--parallel-launcher", "mpirun", "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["algorithm"] == "ptscotch"
+    assert any(x.startswith("--oversubscribe: 10 ranks on 8 cores: every core takes up to 2") for x in rep["notes"])
+    cores = {tuple(ln.split()[1:]) for ln in (tmp_path / "m" / "binding.txt").read_text().splitlines()[1:]}
+    assert len(cores) >= 5                              # at most 2 ranks a core
+
+
 def test_parallel_errors(stencil, tmp_path):
     engine_ok()
     one_error_line(run_cli("map", stencil, "--nodes", "n[0-63]", "--node-topology", "n[0-31]=pack:2 core:6",

@@ -78,6 +78,24 @@ def test_two_pass_workflow_places_every_rank(workflow):
     assert all(hosts[i] == hosts[i + 4] for i in range(4))
 
 
+def test_program_that_sends_nothing_runs_both_passes(slurm_cluster, apps, tmp_path):
+    """A program that exchanges no message stopped the workflow after pass 1 ("no traffic
+    between distinct ranks; there is nothing to map"): the block order is as good as any
+    then, so it is the mapping, with a note, and pass 2 runs on it."""
+    d = tmp_path / "silent"
+    res = rankmap(slurm_cluster, "run", "-n", 4, "-N", 2, "-t", 2, "--verify", "--out", d, "--",
+                  app(apps, "placement", "openmpi"), "silent")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no traffic between distinct ranks: every placement costs the same, so the block order" in \
+        " ".join(res.stdout.split())
+    check_placement(where_lines(res.stdout.split("pass 2: relaunch", 1)[1]), d / "mapping", 4)
+    rep = json.loads((d / "mapping" / "report.json").read_text())
+    assert rep["chosen"] == "block" and rep["traffic"]["bytes"] == 0 and rep["cost"] == 0
+    wf = json.loads((d / "workflow.json").read_text())
+    assert wf["status"] == "complete" and all(r["ok"] for r in wf["verified"])
+    assert "nan" not in res.stdout.lower() and "inf" not in res.stdout.replace("info", "").lower()
+
+
 def test_srun_wrapper_rebinds_a_per_node_layout(slurm_cluster, apps, workflow, tmp_path):
     d, _ = workflow
     m = tmp_path / "swapped"
@@ -218,6 +236,39 @@ def test_wrong_rank_count(slurm_cluster, workflow):
     res = subprocess.run(["salloc", "-N", "4", "-n", "4", "-t", "1", *RANKMAP_CMD, "srun",
                           str(d / "mapping"), "--", "true"], env=e, capture_output=True, text=True, timeout=120)
     one_line(res, "is for 8 ranks but this allocation has SLURM_NTASKS=4")
+
+
+def test_mapping_on_cores_slurm_does_not_know(slurm_cluster, tmp_path):
+    """A mapping made with a --node-topology larger than the nodes (8 cores where Slurm has
+    2): srun failed with "Requested node configuration is not available" and rankmap said
+    only that pass 2 failed; now one line before srun, naming the core and Slurm's count."""
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 4},100\n" for i in range(4)))
+    m = tmp_path / "m"
+    assert rankmap(slurm_cluster, "map", t, "--nodes", "n[1-2]", "--node-topology", "pack:1 core:8",
+                   "--out", m).returncode == 0
+    one_line(rankmap(slurm_cluster, "srun", m, "--", "true"),
+             "uses core 3 of n1, but Slurm describes n1 with 2 core(s) (Sockets=2 CoresPerSocket=1")
+
+
+def test_mapping_with_two_ranks_on_a_core(slurm_cluster, tmp_path):
+    """--oversubscribe 2, 8 ranks on 2 nodes of 2 cores: srun refused 8 tasks on 4 CPUs, and
+    with --overcommit outside an allocation Slurm grants one CPU per node ("CPU binding outside
+    of job step allocation"). Now: one error outside an allocation saying how to run it, and
+    inside an allocation of whole nodes --overcommit is added and every rank is bound."""
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 4) % 8},1000\n" for i in range(8)))
+    m = tmp_path / "m"
+    assert rankmap(slurm_cluster, "map", t, "--nodes", "n[1-2]", "--oversubscribe", "2", "--out", m).returncode == 0
+    one_line(rankmap(slurm_cluster, "srun", m, "--", "true"),
+             "puts up to 2 ranks on a core: srun needs --overcommit for that, and outside an allocation")
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    show = "echo WHERE $SLURM_PROCID $SLURM_PROCID $(hostname) $(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+    res = subprocess.run(["salloc", "-w", "n1,n2", "-N", "2", "--exclusive", "-t", "1", *RANKMAP_CMD, "srun", str(m),
+                          "--", "sh", "-c", show], env=e, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "--overcommit" in res.stdout
+    check_placement(where_lines(res.stdout), m, 8)
 
 
 def test_host_not_in_allocation(slurm_cluster, workflow):

@@ -37,6 +37,9 @@ def _input_files(mopts: dict) -> list:
 def _network_speeds(source: str):
     """--network-speeds: a `rankmap platform` directory's network, or a `rankmap probe` file's."""
     from rankmap.mapper.predict import Network
+    if not Path(source).exists():
+        raise UserError(f"--network-speeds {source}: no such file or directory (a `rankmap probe` file or a "
+                        "`rankmap platform` directory)")
     if Path(source).is_dir():
         from rankmap.slurm.platform import load as load_platform
         try:
@@ -206,11 +209,13 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
     """Convert traffic between formats; a METIS graph holds the symmetric CSR graph
     W = M + M^T (diagonal dropped) with integer edge weights."""
     from rankmap.profiler import outputs
-    from rankmap.profiler.formats import read_traffic, write
+    from rankmap.profiler.formats import metis_rounding, read_traffic, write
     d = outputs.target_file(dst, "DST", force, inputs=[src])               # checked before any work
     t = read_traffic(src, fmt, model, allow_partial)
     used = write(t, d, to, units)
     console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
+    if used == "metis" and (note := metis_rounding(t, units)):     # integer weights: said, not silent
+        console.print(f"  note: {note}")
 
 
 COMMANDS = [map_cmd, evaluate, predict, convert]

@@ -126,7 +126,8 @@ def machine_options(f):
                      "cost; a level-cost file may give it as 'hop')."),
         click.option("--ranks-per-node", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="K", help="Use only K cores per node, spread over its packages."),
         click.option("--oversubscribe", type=click.IntRange(1, validate.MAX_OVERSUBSCRIBE), default=1,
-                     show_default=True, metavar="N", help="N ranks per core."),
+                     show_default=True, metavar="N", help="Up to N ranks per core: the ranks take distinct cores "
+                     "first; cores take a second (third...) rank only when the ranks outnumber the cores, evenly."),
         click.option("--machine", "machine_file", metavar="DIR|FILE", callback=text, help="machine.json of an earlier mapping."),
     ]
     for o in reversed(opts):

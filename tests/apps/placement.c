@@ -2,7 +2,8 @@
  * order puts them on different nodes; a good mapping pairs them), a light ring runs beside,
  * and every rank prints one line:
  *   WHERE <MPI rank> <SLURM_PROCID> <hostname> <CPU affinity list>
- * argv[1] = "crash": rank 1 dies with SIGSEGV after the exchange. */
+ * argv[1] = "crash": rank 1 dies with SIGSEGV after the exchange; "silent": no rank sends anything
+ * (a program whose traffic matrix is all zero). */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <sched.h>
@@ -21,10 +22,11 @@ int main(int argc, char **argv)
     const int n = 1 << 17; /* doubles: 1 MiB */
     double *a = calloc(n, sizeof(double)), *b = calloc(n, sizeof(double));
     int partner = (rank + size / 2) % size;
-    for (int i = 0; i < 10 && size > 1; i++)
+    int talk = size > 1 && !(argc > 1 && !strcmp(argv[1], "silent"));
+    for (int i = 0; i < 10 && talk; i++)
         MPI_Sendrecv(a, n, MPI_DOUBLE, partner, 0, b, n, MPI_DOUBLE, partner, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     double x = rank, y;
-    if (size > 1)
+    if (talk)
         MPI_Sendrecv(&x, 1, MPI_DOUBLE, (rank + 1) % size, 1, &y, 1, MPI_DOUBLE, (rank + size - 1) % size, 1,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (argc > 1 && !strcmp(argv[1], "crash") && rank == 1)
