@@ -732,10 +732,10 @@ def instances(families=None, sizes=("1k",), which: str = "tune", seeds=None, sha
                                                 shape_file=f.name))
                 continue
             if fam == "networks":
-                if st == "holdout":
+                if st == "holdout" and "10k" in sizes:            # 8-17k ranks: with the 10k sizes
                     for f in NETWORKS:
                         for shape in ("tree4s", "torus"):
-                            out.append(Instance(f"networks/{f.split('.')[0]}/{shape}", "networks", "net",
+                            out.append(Instance(f"networks/{f.split('.')[0]}/{shape}", "networks", "10k",
                                                 f"net:{shape}", 0, st, shape_file=f))
                 continue
             if fam in HOLDOUT_ONLY_FAMILIES and st == "tune":
