@@ -58,24 +58,43 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     used = loads[loads > 0]
     if isinstance(net, Torus) and start[0] < SPREAD * used.mean():
         return slot, {}                    # the traffic is already spread evenly over the links
-    touching = [np.flatnonzero((g_all == x) | (h_all == x)) for x in range(machine.nnodes)]
+    # the entries touching each group, as one CSR (group -> entry indices, ascending)
+    ends = np.concatenate([g_all, h_all])
+    ent = np.concatenate([np.arange(len(g_all))] * 2)
+    order = np.lexsort((ent, ends))
+    t_grp, t_ent = ends[order], ent[order]
+    keep = np.ones(len(t_ent), bool)
+    keep[1:] = (t_grp[1:] != t_grp[:-1]) | (t_ent[1:] != t_ent[:-1])      # a self pair once
+    t_grp, t_ent = t_grp[keep], t_ent[keep]
+    t_ptr = np.searchsorted(t_grp, np.arange(machine.nnodes + 1))
 
     def deltas(a, bs):
-        """Load and hop changes for each candidate partner b of group a (one batched routing):
-        when two groups trade nodes, only the routes touching them move."""
-        srcs, dsts, ws, grp, dh = [], [], [], [], np.zeros(len(bs))
-        for k, b in enumerate(bs):
-            idx = np.union1d(touching[a], touching[b])
-            g, h, w = g_all[idx], h_all[idx], w_all[idx]
-            new = pos.copy()
-            new[a], new[b] = pos[b], pos[a]
-            srcs += [pos[g], new[g]]
-            dsts += [pos[h], new[h]]
-            ws += [-w, w]
-            grp += [np.full(2 * len(idx), k)]
-            dh[k] = float((w * (net.hops(new[g], new[h]) - net.hops(pos[g], pos[h]))).sum())
-        dl = net.link_loads(np.concatenate(srcs), np.concatenate(dsts), np.concatenate(ws), np.concatenate(grp),
-                            len(bs)).reshape(len(bs), -1)[:, net_links]
+        """Load and hop changes for each candidate partner b of group a (one batched routing
+        for all of them, no Python loop over the candidates: 4,000 candidates of a 1k-rank
+        mapping on dense node traffic took seconds): when two groups trade nodes, only the
+        routes touching them move."""
+        bs = np.asarray(bs, dtype=np.int64)
+        nb = len(bs)
+        ta = t_ent[t_ptr[a]:t_ptr[a + 1]]
+        cnt = t_ptr[bs + 1] - t_ptr[bs]
+        rows = np.repeat(np.arange(nb), cnt)
+        starts = np.repeat(t_ptr[bs], cnt)
+        offs = np.arange(len(rows)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        tb = t_ent[starts + offs]
+        in_a = np.zeros(len(g_all), bool)
+        in_a[ta] = True
+        nota = ~in_a[tb]                                    # entries of b not already among a's
+        k = np.concatenate([np.repeat(np.arange(nb), len(ta)), rows[nota]])
+        idx = np.concatenate([np.tile(ta, nb), tb[nota]])
+        g, h, w = g_all[idx], h_all[idx], w_all[idx]
+        b_of = bs[k]
+        def moved(x):                                       # node of group x once a and b_of trade
+            return np.where(x == a, pos[b_of], np.where(x == b_of, pos[a], pos[x]))
+        ng, nh = moved(g), moved(h)
+        og, oh = pos[g], pos[h]
+        dh = np.bincount(k, weights=w * (net.hops(ng, nh) - net.hops(og, oh)), minlength=nb)
+        dl = net.link_loads(np.concatenate([og, ng]), np.concatenate([oh, nh]), np.concatenate([-w, w]),
+                            np.concatenate([k, k]), nb).reshape(nb, -1)[:, net_links]
         return dl, dh
 
     for _ in range(MAX_ROUNDS):
