@@ -287,5 +287,14 @@ def curve_text(rows: list[dict], markdown: bool = False) -> str:
                    f"{_geo([r['t'][r['best']] for r in wb]):.3f}; slower than block (> {NOISE:.1%}): "
                    f"{sum(r['t']['rankmap-b'] > 1 + NOISE for r in rs)}; > 1 % behind the best competitor: "
                    f"{sum(r['vs_best']['rankmap-b'] > 1.01 for r in wb)} of {len(wb)}; communication-bound: "
-                   f"{len(cb)}, comm >= 30 % below block: {len(hit)}")
+                   f"{len(cb)}, comm >= 30 % below block: {len(hit)}" + _predict_at(rs))
     return "\n".join(out)
+
+
+def _predict_at(rs: list[dict]) -> str:
+    errs = [abs(e) for r in rs for e in r["pred_err"].values()]
+    if not errs:
+        return ""
+    ok, tot = sum(r["order"][0] for r in rs), sum(r["order"][1] for r in rs)
+    return (f"; predict (communication alone): MAE {sum(errs) / len(errs):.1%}, max {max(errs):.1%}, order {ok}/{tot}"
+            + (f" = {ok / tot:.1%}" if tot else ""))
