@@ -150,6 +150,9 @@ def cmd_table(args) -> int:
     print()
     for line in table.targets(rows):
         print(("- " if args.markdown else "") + line)
+    if getattr(args, "curve", False):
+        print()
+        print(table.curve_text(rows, args.markdown))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0
@@ -227,6 +230,9 @@ def main(argv=None) -> int:
         if name in ("table", "all"):
             r.add_argument("--markdown", action="store_true", help="Markdown tables (docs/real-apps.md).")
             r.add_argument("--json", help="Write every row to this file.")
+            r.add_argument("--curve", action="store_true",
+                           help="Also the gain against the network's speed: per case and machine, rankmap-b's time "
+                                "and communication over block's and the best competitor's at each of --scales.")
         if name == "all":
             r.add_argument("--toolchain", default="smpi", help=argparse.SUPPRESS)
             r.add_argument("--apps", help=argparse.SUPPRESS)

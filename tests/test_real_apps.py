@@ -182,3 +182,29 @@ def test_anonymous_receives_get_their_senders():
     out, dropped, _ = capture._clean_rank(r0, srcs[0])
     assert out.startswith(b"0 irecv 1 9 1 1\n0 irecv 2 9 1 1\n0 irecv 2 9 1 1\n0 irecv -333 9 1 1\n")
     assert dropped == 1                            # the wait after the waitall
+
+
+def test_curve_table_per_network_speed():
+    """table --curve: per case and machine, rankmap-b's time and communication over block's and
+    the best competitor's at each network speed, fastest first; per speed the targets counted
+    on the cases replayed at every speed (a case at one speed only is left out)."""
+    from real_apps import table
+
+    def res(block, comm, rmb, rmbc, scotch):
+        one = lambda t, c: {"simulated_seconds": t, "comm_seconds": c, "comm_alone_seconds": c,  # noqa: E731
+                            "predicted_comm_seconds": c}
+        return {"block": one(block, comm), "cyclic": one(block * 1.2, comm * 2), "random": one(block * 1.1, comm * 1.5),
+                "rankmap-b": one(rmb, rmbc), "rankmap-c": one(rmb, rmbc), "scotch": one(scotch, comm)}
+    rows = [{"case": "lu", "app": "npb", "ranks": 16, "machine": "m", "scale": s, "res": r}
+            for s, r in ((0.25, res(1.2, 0.3, 1.1, 0.2, 1.15)), (1.0, res(1.0, 0.1, 1.0, 0.09, 1.0)))]
+    rows.append({"case": "cg", "app": "npb", "ranks": 16, "machine": "m", "scale": 1.0, "res": res(1, 0.1, 1, 0.1, 1)})
+    for r in rows:
+        table._derive(r)
+    out = table.curve_text(rows, markdown=True).splitlines()
+    assert out[0].startswith("| case | machine | comm% x1 | comm% /4 | rm-b x1 | rm-b /4 | c:rm-b x1 | c:rm-b /4 |")
+    assert out[2] == ("| lu | m | 10.0% | 25.0% | 1.000 | 0.917 | 0.900 | 0.667 | 1.000 scotch | 0.958 scotch | "
+                      "1.000 | 0.957 |")
+    assert len([x for x in out if x.startswith("| cg")]) == 0
+    slow = [x for x in out if x.startswith("- /4:")]
+    assert len(slow) == 1 and "1 rows" in slow[0] and "communication-bound: 1, comm >= 30 % below block: 1" in slow[0]
+    assert table.curve_text(rows[2:]).startswith("curve: no case")

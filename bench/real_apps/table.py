@@ -222,3 +222,79 @@ def targets(rows: list[dict]) -> list[str]:
         from real_apps import predicted
         out += predicted.lines(rows)
     return out
+
+
+def _geo(xs: list) -> float:
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def curve_text(rows: list[dict], markdown: bool = False) -> str:
+    """The gain as a function of the network's speed: for every case and machine replayed at
+    more than one speed, rankmap-b's time and communication over block's and the best
+    competitor's time over block's at each speed (fastest network first); then, per speed,
+    the geometric means over the rows of the cases replayed at every speed and the issue's
+    per-row targets counted at that speed."""
+    scales = sorted({r["scale"] for r in rows}, reverse=True)
+    by = {}
+    for r in rows:
+        by.setdefault((r["case"], r["machine"]), {})[r["scale"]] = r
+    keys = [k for k, v in by.items() if len(v) > 1]
+    if len(scales) < 2 or not keys:
+        return "curve: no case replayed at more than one network speed"
+    cols = ["comm%", "rm-b", "c:rm-b", "best", "rm-b/best"]
+    head = ["case", "machine"] + [f"{c} {net(s)}" for c in cols for s in scales]
+    out = []
+    if markdown:
+        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    else:
+        out.append(" ".join(f"{h:>{22 if i == 0 else 9 if i == 1 else 8}}" for i, h in enumerate(head)))
+
+    def cell(r, c):
+        if r is None:
+            return "-"
+        if c == "comm%":
+            return f"{r['comm_share']:.1%}"
+        if c == "rm-b":
+            return f"{r['t']['rankmap-b']:.3f}"
+        if c == "c:rm-b":
+            return _f(r["c"]["rankmap-b"]).strip()
+        if not r["best"]:
+            return "-"
+        if c == "best":
+            return f"{r['t'][r['best']]:.3f} {r['best']}" if markdown else f"{r['t'][r['best']]:.3f}"
+        return f"{r['vs_best']['rankmap-b']:.3f}"
+    for k in keys:
+        cells = list(k) + [cell(by[k].get(s), c) for c in cols for s in scales]
+        if markdown:
+            out.append("| " + " | ".join(cells) + " |")
+        else:
+            out.append(" ".join(f"{x:>{22 if i == 0 else 9 if i == 1 else 8}}" for i, x in enumerate(cells)))
+    full = [k for k in keys if len(by[k]) == len(scales)]
+    out.append("")
+    for s in scales:
+        rs = [by[k][s] for k in full]
+        if not rs:
+            continue
+        cb = [r for r in rs if r["comm_share"] >= COMM_BOUND]
+        hit = [r for r in cb if min(r["c"]["rankmap-b"], r["c"]["rankmap-c"]) <= 0.70]
+        wb = [r for r in rs if r["best"]]
+        out.append(("- " if markdown else "") +
+                   f"{net(s)}: {len(rs)} rows (cases replayed at every speed); block's comm share geo-mean "
+                   f"{_geo([r['comm_share'] for r in rs]):.1%}; rankmap-b time/block geo-mean "
+                   f"{_geo([r['t']['rankmap-b'] for r in rs]):.3f} (lowest {min(r['t']['rankmap-b'] for r in rs):.3f}), "
+                   f"comm/block {_geo([r['c']['rankmap-b'] for r in rs]):.3f}; best competitor time/block geo-mean "
+                   f"{_geo([r['t'][r['best']] for r in wb]):.3f}; slower than block (> {NOISE:.1%}): "
+                   f"{sum(r['t']['rankmap-b'] > 1 + NOISE for r in rs)}; > 1 % behind the best competitor: "
+                   f"{sum(r['vs_best']['rankmap-b'] > 1.01 for r in wb)} of {len(wb)}; communication-bound: "
+                   f"{len(cb)}, comm >= 30 % below block: {len(hit)}" + _predict_at(rs))
+    return "\n".join(out)
+
+
+def _predict_at(rs: list[dict]) -> str:
+    errs = [abs(e) for r in rs for e in r["pred_err"].values()]
+    if not errs:
+        return ""
+    ok, tot = sum(r["order"][0] for r in rs), sum(r["order"][1] for r in rs)
+    return (f"; predict (communication alone): MAE {sum(errs) / len(errs):.1%}, max {max(errs):.1%}, order {ok}/{tot}"
+            + (f" = {ok / tot:.1%}" if tot else ""))
