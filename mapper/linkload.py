@@ -61,11 +61,8 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     # the entries touching each group, as one CSR (group -> entry indices, ascending)
     ends = np.concatenate([g_all, h_all])
     ent = np.concatenate([np.arange(len(g_all))] * 2)
-    order = np.lexsort((ent, ends))
+    order = np.lexsort((ent, ends))             # (no entry has g == h: Q's diagonal is zero)
     t_grp, t_ent = ends[order], ent[order]
-    keep = np.ones(len(t_ent), bool)
-    keep[1:] = (t_grp[1:] != t_grp[:-1]) | (t_ent[1:] != t_ent[:-1])      # a self pair once
-    t_grp, t_ent = t_grp[keep], t_ent[keep]
     t_ptr = np.searchsorted(t_grp, np.arange(machine.nnodes + 1))
 
     def deltas(a, bs):
