@@ -23,7 +23,7 @@ DIM_SHARE = 0.01       # every dimension of the grid carries at least this share
 MAX_STRIDES = 8
 SAMPLE = 100000        # entries read to find the strides and rank the candidate grids
 SAMPLE_SLACK = 0.02    # a candidate that misses NEAR_SHARE on the sample by this much is dropped
-MAX_DIMS = 3
+MAX_DIMS = 4
 MAX_RANKS = 2_000_000  # a grid is checked on every edge: 10^7 ranks would add seconds and GBs
 BEAM = 8               # nested-brick plans kept per level, the least boundary first
 
@@ -60,6 +60,9 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     if max_dims >= 3:
         cands += [(-(-n // b), b // a, a) for a, b in itertools.combinations(strides, 2) if b % a == 0 and b // a >= 2
                   and n > b]
+    if max_dims >= 4:
+        cands += [(-(-n // c), c // b, b // a, a) for a, b, c in itertools.combinations(strides, 3)
+                  if b % a == 0 and c % b == 0 and b // a >= 2 and c // b >= 2 and n > c]
     # ranked on the sample, the first that holds on every entry wins
     ranked = []
     for dims in cands:
@@ -102,10 +105,26 @@ def _arrangements(shape: tuple, k: int) -> list:
     return [g for g in itertools.product(*divs) if math.prod(g) == k]
 
 
-def _boundary(shape: tuple, count: int) -> float:
-    """Faces of `count` bricks of this shape (the grid edges they cut, up to the outer ones)."""
+def _boundary(shape: tuple, count: int, per_dim: tuple | None = None) -> float:
+    """Faces of `count` bricks of this shape (the grid edges they cut, up to the outer ones),
+    each dimension's faces weighted by the bytes one grid edge along it carries (per_dim)."""
     vol = math.prod(shape)
-    return count * sum(vol / s for s in shape)
+    per_dim = per_dim or (1.0,) * len(shape)
+    return count * sum(wd * vol / s for s, wd in zip(shape, per_dim))
+
+
+def _dim_bytes(W: sp.spmatrix, dims: tuple) -> tuple:
+    """Mean bytes of a grid edge along each dimension (an entry moving along several, a
+    diagonal, counts for each): the codes' halos differ per direction (uneven subdomains)."""
+    U = sp.triu(W, k=1, format="coo")
+    a, b = np.unravel_index(U.row.astype(np.int64), dims), np.unravel_index(U.col.astype(np.int64), dims)
+    out = []
+    for d, D in enumerate(dims):
+        diff = np.abs(a[d] - b[d])
+        m = np.minimum(diff, D - diff) == 1
+        out.append(float(U.data[m].sum()) / max(1, int(m.sum())))
+    top = max(out) or 1.0
+    return tuple(x / top for x in out)
 
 
 def _levels(root: TreeNode, machine: Machine) -> list | None:
@@ -124,15 +143,16 @@ def _levels(root: TreeNode, machine: Machine) -> list | None:
     return ks
 
 
-def _plans(dims: tuple, ks: list) -> list:
-    """Up to BEAM sequences of arrangements (one per depth), the least total boundary first."""
+def _plans(dims: tuple, ks: list, per_dim: tuple | None = None) -> list:
+    """Up to BEAM sequences of arrangements (one per depth), the least total boundary first
+    (faces weighted by per_dim, _dim_bytes)."""
     beam = [(0.0, (), tuple(dims), 1)]       # (boundary so far, plan, brick shape, bricks)
     for k in ks:
         nxt = []
         for bnd, plan, shape, count in beam:
             for g in _arrangements(shape, k):
                 child = tuple(s // x for s, x in zip(shape, g))
-                nxt.append((bnd + _boundary(child, count * k), plan + (g,), child, count * k))
+                nxt.append((bnd + _boundary(child, count * k, per_dim), plan + (g,), child, count * k))
         nxt.sort(key=lambda t: (t[0], t[1]))
         beam = nxt[:BEAM]
     return [p for _, p, _, _ in beam]
@@ -222,6 +242,6 @@ def grid_starts(W: sp.spmatrix, machine: Machine, root: TreeNode, cost, count: i
         return None, []
     top = _filled(root, n) if math.prod(dims) == n else None
     ks = None if top is None else _levels(top, machine)
-    maps = [] if ks is None else [_mapping(top, dims, plan, n) for plan in _plans(dims, ks)]
+    maps = [] if ks is None else [_mapping(top, dims, plan, n) for plan in _plans(dims, ks, _dim_bytes(W, dims))]
     maps = sorted((m for m in maps if (m >= 0).all()), key=cost)[:count]
     return dims, maps or [rcb(dims, n, machine, root)]
