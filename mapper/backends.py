@@ -114,6 +114,12 @@ SKEWED_DEGREE_CV = 1.0
 # with their slack its strong preset cut less (PGPgiantcompo and hep-th, 20 rows: J 0.951 of
 # the best anchor with KaHIP, 0.963 with Mt-KaHyPar in its place, bench/mapper_standard.py)
 SKEWED_MTKAHYPAR = True
+# The root split of hierarchical's machine tree gets Mt-KaHyPar from scratch up to this
+# (vertices + edge entries) x blocks, whatever plan() gives it and even where METIS finds no
+# structure (partition.STRUCTURED): on 1k-rank graphs (a pencil FFT's row and column
+# all-to-alls, a binomial tree, a hypercube, random partners) it cut 1-8 % less than METIS
+# and KaHIP; about 0.6 s at the limit (4k random ranks into 125 nodes: 5x the time for nothing)
+ROOT_MTKAHYPAR_MAX_WORK = 3_000_000
 UNITS_MAX_WORK = 2_000_000
 # the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
 # and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)
@@ -272,6 +278,10 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool
     if n >= (KAHIP_ECO_MIN_VERTICES if _units_small(graph_work, units) else KAHIP_STRONG_MIN_VERTICES) and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
         return "strong"
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
+
+
+def root_mtkahypar(n: int, nnz: int, blocks: int) -> bool:
+    return mtkahypar_available() and (n + nnz) * max(2, blocks) <= ROOT_MTKAHYPAR_MAX_WORK
 
 
 def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False, skewed: bool = False) -> list[str]:

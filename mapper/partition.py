@@ -92,16 +92,16 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
           verdict: dict | None = None, units: bool = False, keep: tuple | None = None,
-          deadline: float | None = None, skewed: bool = False) -> np.ndarray:
+          deadline: float | None = None, skewed: bool = False, tree_split: bool = False) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
     return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units,
-                            keep=keep, deadline=deadline, skewed=skewed)[0][1]
+                            keep=keep, deadline=deadline, skewed=skewed, tree_split=tree_split)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
                      only_part: bool = False, verdict: dict | None = None, units: bool = False,
-                     keep: tuple | None = None, deadline: float | None = None, skewed: bool = False) -> list:
+                     keep: tuple | None = None, deadline: float | None = None, skewed: bool = False, tree_split: bool = False) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -114,7 +114,9 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     plan's partitioners may run (None: all; "metis" always does). deadline (time.monotonic(),
     --time-limit): past it no further partitioner starts (METIS's split always stands).
     skewed: the graph's degrees are skewed (degree_skewed): V-cycles from the lowest-cut
-    candidate only, and for one rank per vertex Mt-KaHyPar in KaHIP's place (backends.plan)."""
+    candidate only, and for one rank per vertex Mt-KaHyPar in KaHIP's place (backends.plan).
+    tree_split: a split of hierarchical's machine tree (the root's gets Mt-KaHyPar from
+    scratch on small graphs: backends.ROOT_MTKAHYPAR_MAX_WORK)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units, skewed) if keep is None or h in keep + ("metis",)]
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
@@ -136,6 +138,11 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         verdict.setdefault("structured", bool(found))
         if not found:
             how = ["metis"]
+    # the root of the machine tree of a small graph: Mt-KaHyPar from scratch too, structured
+    # or not (backends.ROOT_MTKAHYPAR_MAX_WORK)
+    if tree_split and not skewed and "mtkahypar" not in how and (keep is None or "mtkahypar" in keep) \
+            and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE and backends.root_mtkahypar(sub.n, sub.nnz, k):
+        how.append("mtkahypar")
     def late() -> bool:
         return deadline is not None and time.monotonic() > deadline
     if "kahip" in how and not late():
@@ -288,7 +295,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 if deadline is not None and time.monotonic() > deadline:
                     keep = LIGHT_BELOW
                 part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep, deadline,
-                             skewed)
+                             skewed, tree_split=True)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]

@@ -230,3 +230,44 @@ def test_skewed_ranks_get_mtkahypar_instead_of_kahip():
     how = B.plan(*split, gw, skewed=True)
     assert "kahip" not in how and "mtkahypar" in how
     assert "kahip" in B.plan(*split, gw, units=True, skewed=True)
+
+
+def pencil(R, C, seed=3):
+    """All-to-all in the rows (heavy) and the columns of an R x C process grid (a pencil FFT's
+    transposes), ranks renumbered so that block order is no help."""
+    import scipy.sparse as sp
+    i = np.arange(R * C)
+    x, y = i // C, i % C
+    same_row = (x[:, None] == x[None, :]) & (y[:, None] != y[None, :])
+    same_col = (y[:, None] == y[None, :]) & (x[:, None] != x[None, :])
+    W = sp.csr_matrix(same_row * 4e6 + same_col * 1e6)
+    p = np.random.default_rng(seed).permutation(R * C)
+    return W[p][:, p].tocsr(), x[p]
+
+
+def test_root_split_of_small_graph_gets_mtkahypar_even_unstructured(monkeypatch):
+    """12 rows of 12 ranks, all-to-all in rows and columns, onto 13 nodes of 12 cores: one row
+    per node is best (only the columns cross). METIS cuts 44 % more, and the graph looks
+    unstructured to METIS's cut test, so METIS was all that ran; Mt-KaHyPar from scratch at
+    the root of the machine tree finds the rows. Deterministic; not below the root."""
+    if not B.mtkahypar_available():
+        pytest.skip("Mt-KaHyPar (PyPI mtkahypar) is not installed")
+    from rankmap.mapper import machine as M, partition as P
+    W, row = pencil(12, 12)
+    m = M.build([f"n{i}" for i in range(13)], ["pack:2 core:6"])
+    caps = [c.capacity for c in m.tree().children]
+    sub = P._Sub(P._int64_csr(W), np.arange(144), np.full(144, -1, dtype=np.int64))
+    cut, part = P.split_candidates(sub, caps, 0, None, verdict={}, tree_split=True)[0]
+    assert all(len(set(row[part == k].tolist())) <= 1 for k in range(13))          # a row per node
+    assert cut == P.split_candidates(sub, caps, 0, None, verdict={}, tree_split=True)[0][0]
+    metis = P.split_candidates(sub, caps, 0, None, verdict={}, tree_split=False)[0][0]
+    assert metis > 1.3 * cut
+    monkeypatch.setattr(B, "ROOT_MTKAHYPAR_MAX_WORK", 0)
+    assert P.split_candidates(sub, caps, 0, None, verdict={}, tree_split=True)[0][0] == metis
+    # a split below the root (half the graph) is not given it
+    half = P._Sub(P._int64_csr(W), np.arange(72), np.full(144, -1, dtype=np.int64))
+    monkeypatch.setattr(B, "ROOT_MTKAHYPAR_MAX_WORK", 3e6)
+    calls = []
+    monkeypatch.setattr(B.MtKaHyPar, "partition", lambda self: calls.append(1))
+    P.split_candidates(half, caps[:6], 0, 144 + W.nnz, verdict={}, tree_split=True)
+    assert not calls
