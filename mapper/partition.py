@@ -138,9 +138,9 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         verdict.setdefault("structured", bool(found))
         if not found:
             how = ["metis"]
-    # the root of the machine tree of a small graph: Mt-KaHyPar from scratch too, structured
-    # or not (backends.ROOT_MTKAHYPAR_MAX_WORK)
-    if tree_split and not skewed and "mtkahypar" not in how and (keep is None or "mtkahypar" in keep) \
+    # the root of the machine tree of a small graph of ranks: Mt-KaHyPar from scratch too,
+    # structured or not (backends.ROOT_MTKAHYPAR_MAX_WORK; units of work have their own rules)
+    if tree_split and not skewed and not units and "mtkahypar" not in how and (keep is None or "mtkahypar" in keep) \
             and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE and backends.root_mtkahypar(sub.n, sub.nnz, k):
         how.append("mtkahypar")
     def late() -> bool:
