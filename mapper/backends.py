@@ -118,8 +118,11 @@ SKEWED_MTKAHYPAR = True
 # (vertices + edge entries) x blocks, whatever plan() gives it and even where METIS finds no
 # structure (partition.STRUCTURED): on 1k-rank graphs (a pencil FFT's row and column
 # all-to-alls, a binomial tree, a hypercube, random partners) it cut 1-8 % less than METIS
-# and KaHIP; about 0.6 s at the limit (4k random ranks into 125 nodes: 5x the time for nothing)
+# and KaHIP; about 0.6 s at the limit (4k random ranks into 125 nodes: 5x the time for nothing).
+# Not above ROOT_MTKAHYPAR_MAX_RANKS: a 10k-rank stencil into 4 switches passes the work limit,
+# and the same cost took 1.8x the time
 ROOT_MTKAHYPAR_MAX_WORK = 3_000_000
+ROOT_MTKAHYPAR_MAX_RANKS = 4096
 UNITS_MAX_WORK = 2_000_000
 # the preset plan() chose for a split, taken by kahip() for the same split (keyed by its size
 # and capacities: partition.split_candidates calls plan, then kahip, for one split at a time)
@@ -281,7 +284,8 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool
 
 
 def root_mtkahypar(n: int, nnz: int, blocks: int) -> bool:
-    return mtkahypar_available() and (n + nnz) * max(2, blocks) <= ROOT_MTKAHYPAR_MAX_WORK
+    return n <= ROOT_MTKAHYPAR_MAX_RANKS and (n + nnz) * max(2, blocks) <= ROOT_MTKAHYPAR_MAX_WORK \
+        and mtkahypar_available()
 
 
 def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False, skewed: bool = False) -> list[str]:
