@@ -75,6 +75,7 @@ GRAPHS = Path(__file__).resolve().parent / "data" / "graphs"
 # collective and transpose patterns, each on four machine shapes (tune: the root split's
 # Mt-KaHyPar, backends.ROOT_MTKAHYPAR_MAX_WORK, and the 4-D process grids were set on them)
 PATTERN_SHAPES = ("tree3", "tree4s", "torus", "hetero3")
+PATTERN_HOLDOUT_SHAPES = ("numa", "mesh2", "tree2", "switch4")      # never run while tuning them
 SIZES = {"1k": 1000, "10k": 10000, "100k": 100000}
 TUNE_SHAPES = ("tree3", "tree2", "switch4", "hetero", "torus")
 HOLDOUT_SHAPES = ("tree4s", "numa", "mesh2", "hetero3")
@@ -751,7 +752,16 @@ class Instance:
             return W, m
         if self.family == "patterns":
             W, self.traffic_note = pattern(self.shape_file)
-            m, self.machine_note = _machine_for(self.shape.split(":", 1)[1], W.shape[0])
+            shape, P = self.shape.split(":", 1)[1], W.shape[0]
+            if shape in ("tree3", "tree4s", "tree2", "torus", "hetero3"):
+                m, self.machine_note = _machine_for(shape, P)
+            else:                                   # the smallest machine of the shape that holds them
+                size = P
+                while True:
+                    m, self.machine_note = build_machine(shape, size)
+                    if m.nslots >= P:
+                        break
+                    size += max(1, P // 50)
             return W, m
         if self.family == "apps":
             W = _read_any(APPS / self.shape_file)
@@ -837,11 +847,12 @@ def instances(families=None, sizes=("1k",), which: str = "tune", seeds=None, sha
                                                 f"net:{shape}", 0, st, shape_file=f))
                 continue
             if fam == "patterns":
-                if st == "tune" and "1k" in sizes:
+                if "1k" in sizes:
                     for pt in PATTERNS:
-                        for shape in PATTERN_SHAPES:
-                            out.append(Instance(f"patterns/{pt}/{shape}", "patterns", "1k", f"pat:{shape}", 0, st,
-                                                shape_file=pt))
+                        for shape in PATTERN_SHAPES if st == "tune" else PATTERN_HOLDOUT_SHAPES:
+                            if not shapes or shape in shapes:
+                                out.append(Instance(f"patterns/{pt}/{shape}", "patterns", "1k", f"pat:{shape}", 0, st,
+                                                    shape_file=pt))
                 continue
             if fam in HOLDOUT_ONLY_FAMILIES and st == "tune":
                 continue
