@@ -209,6 +209,43 @@ def test_cyclic_equals_the_loop_it_replaced():
             assert baselines.cyclic(n, m).tolist() == by_loop(n, m), n
 
 
+def test_machine_tree_equals_the_node_by_node_tree():
+    """machine.tree groups the nodes by shape in numpy and lays each node's subtree out when
+    first walked (10^5 nodes of 64 cores: 7 s -> 1.5 s): the same tree as building every
+    node's subtree, on mixed, oversubscribed, torus, switch, dragonfly and restricted machines."""
+    from rankmap.mapper import allocation
+    from rankmap.mapper.machine import TreeNode
+    from rankmap.mapper.network import Hierarchy, Torus
+
+    def eager(m, nodes):
+        per = m.slots_by_node()
+        by_node = {int(n): m._node_subtree(int(n), per[n]) for n in nodes}
+        if isinstance(m.network, Torus):
+            return m._torus_split(nodes, by_node)
+        if isinstance(m.network, Hierarchy):
+            return m._switch_split(nodes, by_node, 0)
+        kids = [by_node[int(n)] for n in nodes]
+        return TreeNode(np.concatenate([k.slots for k in kids]), kids, "network")
+
+    def same(a, b, path="root"):
+        assert a.label == b.label, path
+        assert np.array_equal(a.slots, b.slots), path
+        assert len(a.children) == len(b.children), path
+        for i, (x, y) in enumerate(zip(a.children, b.children)):
+            same(x, y, f"{path}/{i}")
+    ms = [machine.build(["a", "b", "c"], ["a=pack:2 core:3", "b=pack:1 core:5", "c=pack:4 core:1"], oversubscribe=2),
+          machine.build([f"n{i}" for i in range(7)], ["pack:2 numa:2 core:3"], network="torus:7", oversubscribe=2),
+          machine.build([f"n{i}" for i in range(16)], ["n[0-7]=pack:2 core:4", "n[8-15]=pack:1 core:8"],
+                        switches="4x4"),
+          machine.build([f"n{i}" for i in range(162)], ["pack:2 core:4"], network="dragonfly:9x9x2"),
+          machine.build([f"n{i}" for i in range(12)], ["pack:2 core:4"], ranks_per_node=3),
+          machine.build(["x"], ["core:1"])]
+    ms += [allocation.spread(ms[0], 13)[0], allocation.cores_first(ms[1], 20)[0], allocation.restrict(ms[1], [1, 3, 4])]
+    for m in ms:
+        for nodes in (np.arange(m.nnodes), np.arange(m.nnodes)[::2]):
+            same(m.tree(nodes), eager(m, nodes))
+
+
 def test_more_ranks_than_slots():
     m = machine.build(["a"], ["core:4"])
     with pytest.raises(UserError, match="5 ranks but only 4 slots"):
