@@ -418,8 +418,13 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     per_node = [used[id(t)] for t in topos]
     nslots = sum(len(c) for c in per_node)
     if nslots > validate.MAX_SLOTS:
-        raise UserError(f"the machine has {nslots} slots ({len(topos)} nodes x cores x --oversubscribe); rankmap "
-                        f"handles at most {validate.MAX_SLOTS}")
+        # what the user passed, named: the node list, the cores per node, --oversubscribe
+        cores = sorted({len(c) // oversubscribe for c in used.values()})
+        per = f"{cores[0]}" if len(cores) == 1 else f"{cores[0]}-{cores[-1]}"
+        over = f" x --oversubscribe {oversubscribe}" if oversubscribe > 1 else ""
+        raise UserError(f"the machine has {nslots} slots ({len(topos)} nodes x {per} cores"
+                        f"{' used' if ranks_per_node else ''} per node{over}); rankmap handles at most "
+                        f"{validate.MAX_SLOTS}: give fewer nodes (--nodes) or cores per node (--ranks-per-node)")
     slot_node = np.repeat(np.arange(len(topos), dtype=np.int64), [len(c) for c in per_node])
     slot_core = np.concatenate(per_node)
     maxc = max(t.cores for t in topos)
