@@ -126,7 +126,7 @@ class Placement:
     hosts: list                   # per rank
     cores: list | None            # per rank: logical core indices (None: a hostfile names hosts only)
     directory: bool = False       # read from a mapping directory (then both files agreed)
-    lines: list | None = None     # per rank: "file:line" it was read from, and the line's host:k when it has one
+    lines: list | None = None     # per rank: ("file:line" it was read from, that line's host:k or None)
 
 
 def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list, list]:
