@@ -281,6 +281,19 @@ def test_tree_levels_up_counts_the_real_levels():
         assert np.array_equal(m.tree_levels_up(sa, sb), levels_above(m)[first])
 
 
+def test_refine_groups_equal_the_sorts_they_replaced():
+    """refine.groups (the slots of each group for the C search; no sort when the ids already
+    run in order): the order and sizes np.lexsort and np.unique gave, sorted or not."""
+    from rankmap.mapper.refine import groups
+    rng = np.random.default_rng(1)
+    for ids in (np.sort(rng.integers(0, 50, 1000)), rng.integers(0, 50, 1000), np.array([3]),
+                np.array([5, 5, 2, 2, 9])):
+        order = np.lexsort((np.arange(len(ids)), ids))
+        _, counts = np.unique(ids[order], return_counts=True)
+        got = groups(ids)
+        assert np.array_equal(got[0], order) and np.array_equal(got[1], counts)
+
+
 def test_more_ranks_than_slots():
     m = machine.build(["a"], ["core:4"])
     with pytest.raises(UserError, match="5 ranks but only 4 slots"):
