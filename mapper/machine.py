@@ -68,6 +68,13 @@ class Machine:
         return len(self.hosts)
 
     def describe(self) -> str:
+        # a property of the machine, said on the console and in report.json: computed once
+        # (naming 10^5 hosts as a hostlist takes 1.5 s)
+        if "_described" not in self.__dict__:
+            self.__dict__["_described"] = self._describe()
+        return self.__dict__["_described"]
+
+    def _describe(self) -> str:
         kinds, said = {}, {}
         for h, t in zip(self.hosts, self.topos):     # nodes share a few topology objects: each described once
             kinds.setdefault(said.get(id(t)) or said.setdefault(id(t), t.describe()), []).append(h)
@@ -116,9 +123,15 @@ class Machine:
             for lv in range(1, L):
                 # level lv is empty when each group one level up holds a single group of level lv
                 a, b = self.lvl[:, lv - 1], self.lvl[:, lv]
-                o = np.lexsort((b, a))           # distinct (a, b) pairs: np.unique(axis=0) took 7 s at 3*10^6 slots
-                pairs = 1 + int(np.count_nonzero((np.diff(a[o]) != 0) | (np.diff(b[o]) != 0))) if len(o) else 0
-                if pairs == len(np.unique(a)):
+                da, db = np.diff(a), np.diff(b)
+                if not ((da >= 0).all() and (db >= 0).all()):
+                    # distinct (a, b) pairs: np.unique(axis=0) took 7 s at 3*10^6 slots. A built
+                    # machine's slots run in group order (both columns sorted): no sort needed
+                    o = np.lexsort((b, a))
+                    da, db = np.diff(a[o]), np.diff(b[o])
+                pairs = 1 + int(np.count_nonzero((da != 0) | (db != 0))) if len(a) else 0
+                groups = 1 + int(np.count_nonzero(da != 0)) if len(a) else 0       # a runs sorted here
+                if pairs == groups:
                     real[lv] = 0
             above = np.concatenate([np.cumsum(real[::-1])[::-1], [0]])   # real levels at or below index l
             self.__dict__["_levels_above"] = above
@@ -140,15 +153,15 @@ class Machine:
         sub-tori, or switches), then each node's packages, NUMA nodes and cores."""
         nodes = np.arange(self.nnodes) if nodes is None else np.asarray(nodes)
         per = self.slots_by_node()
-        by_node, shapes = {}, {}
-        for n in nodes.tolist():
-            idx = per[n]
-            # nodes of one shape share one subtree layout (10^5 nodes: built once, copied)
-            rel = self.lvl[idx, self.node_level + 1:]
-            key = (len(idx), (rel - rel[0]).tobytes())
-            if key not in shapes:
-                shapes[key] = _Layout(self._node_subtree(n, idx), idx, self.hosts[n])
-            by_node[n] = shapes[key].at(idx, self.hosts[n])
+        by_node = {}
+        # nodes of one shape share one subtree layout, built once; each node's own subtree is
+        # laid out from it when a search first walks below the node (10^5 nodes of 64 cores:
+        # the shapes compared node by node and 3*10^5 subtrees built took 7 s)
+        for members in self._node_shapes(nodes, per):
+            n0 = members[0]
+            layout = _Layout(self._node_subtree(n0, per[n0]), per[n0], self.hosts[n0])
+            for n in members.tolist():
+                by_node[n] = _NodeTree(layout, per[n], self.hosts[n])
         if isinstance(self.network, Torus):
             root = self._torus_split(nodes, by_node)
         elif isinstance(self.network, Hierarchy):
@@ -157,6 +170,32 @@ class Machine:
             kids = [by_node[int(n)] for n in nodes]
             root = TreeNode(np.concatenate([k.slots for k in kids]), kids, "network")
         return root
+
+    def _node_shapes(self, nodes: np.ndarray, per: list) -> list:
+        """The nodes grouped by the shape of their subtree (their slots' group ids below the
+        node level, relative to their first slot), in numpy: one group per node kind."""
+        order = np.concatenate(per)
+        bounds = np.concatenate([[0], np.cumsum(np.fromiter(map(len, per), dtype=np.int64, count=len(per)))])
+        count = np.diff(bounds)[nodes]
+        below = self.lvl[:, self.node_level + 1:]
+        keys, shape_of = {}, np.empty(len(nodes), dtype=np.int64)
+        for c in np.unique(count).tolist():
+            at = np.flatnonzero(count == c)
+            step = max(1, (1 << 20) // max(1, c * below.shape[1]))   # ~10^6 entries at a time
+            for lo in range(0, len(at), step):
+                part = at[lo:lo + step]
+                rel = below[order[bounds[nodes[part]][:, None] + np.arange(c)]]       # (nodes, c, levels)
+                rel = np.ascontiguousarray(rel - rel[:, :1]).reshape(len(part), -1)
+                if (rel == rel[0]).all():             # one node kind (the usual case): no sort
+                    shape_of[part] = keys.setdefault((c, rel[0].tobytes()), len(keys))
+                    continue
+                rows = rel.view(np.dtype((np.void, rel.dtype.itemsize * rel.shape[1]))).ravel()
+                uniq, inv = np.unique(rows, return_inverse=True)
+                ids = np.array([keys.setdefault((c, u.tobytes()), len(keys)) for u in uniq], dtype=np.int64)
+                shape_of[part] = ids[inv.ravel()]
+        grouping = np.argsort(shape_of, kind="stable")
+        cuts = np.flatnonzero(np.diff(shape_of[grouping])) + 1
+        return np.split(nodes[grouping], cuts)
 
     def _node_subtree(self, n: int, idx: np.ndarray) -> TreeNode:
         # levels below the node: group the slots level by level
@@ -219,12 +258,36 @@ class _Layout:
         def local(t):
             return (pos[t.slots], [local(c) for c in t.children], t.label)
         self.shape = local(tree)
+        self.whole = np.array_equal(self.shape[0], np.arange(len(idx)))    # the root: the node's slots in order
 
     def at(self, idx: np.ndarray, host: str) -> TreeNode:
         def place(sh):
             at, kids, label = sh
             return TreeNode(idx[at], [place(c) for c in kids], host + label[len(self.host):])
         return place(self.shape)
+
+
+class _NodeTree(TreeNode):
+    """A node's subtree, laid out from its node kind's _Layout when first walked below the
+    node: its slots are the node's slots (the layout's root holds all of them, in order)."""
+
+    def __init__(self, layout: _Layout, idx: np.ndarray, host: str):
+        self._layout, self._idx, self._host, self._laid = layout, idx, host, None
+        self._slots = idx if layout.whole else idx[layout.shape[0]]
+
+    @property
+    def slots(self) -> np.ndarray:
+        return self._slots
+
+    @property
+    def children(self) -> list:
+        if self._laid is None:
+            self._laid = self._layout.at(self._idx, self._host)
+        return self._laid.children
+
+    @property
+    def label(self) -> str:
+        return self._host + self._layout.shape[2][len(self._layout.host):]
 
 
 # ---------------------------------------------------------------------- building a machine
@@ -354,13 +417,20 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     costs = parse_level_costs(level_costs, names)
     node_level = names.index("node")
 
-    used = {}
-    per_node = [used.setdefault(id(t), np.repeat(np.array(_cores_used(t, ranks_per_node), dtype=np.int64),
-                                                 oversubscribe)) for t in topos]
+    used = {}        # per node kind (nodes share topology objects): its cores used, computed once
+    for t in topos:
+        if id(t) not in used:
+            used[id(t)] = np.repeat(np.array(_cores_used(t, ranks_per_node), dtype=np.int64), oversubscribe)
+    per_node = [used[id(t)] for t in topos]
     nslots = sum(len(c) for c in per_node)
     if nslots > validate.MAX_SLOTS:
-        raise UserError(f"the machine has {nslots} slots ({len(topos)} nodes x cores x --oversubscribe); rankmap "
-                        f"handles at most {validate.MAX_SLOTS}")
+        # what the user passed, named: the node list, the cores per node, --oversubscribe
+        cores = sorted({len(c) // oversubscribe for c in used.values()})
+        per = f"{cores[0]}" if len(cores) == 1 else f"{cores[0]}-{cores[-1]}"
+        over = f" x --oversubscribe {oversubscribe}" if oversubscribe > 1 else ""
+        raise UserError(f"the machine has {nslots} slots ({len(topos)} nodes x {per} cores"
+                        f"{' used' if ranks_per_node else ''} per node{over}); rankmap handles at most "
+                        f"{validate.MAX_SLOTS}: give fewer nodes (--nodes) or cores per node (--ranks-per-node)")
     slot_node = np.repeat(np.arange(len(topos), dtype=np.int64), [len(c) for c in per_node])
     slot_core = np.concatenate(per_node)
     maxc = max(t.cores for t in topos)

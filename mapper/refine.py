@@ -74,6 +74,23 @@ def _p(a, t=P64):
     return a.ctypes.data_as(t)
 
 
+def groups(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The slots ordered by group id (stable) and the size of each group, groups in id order.
+    A built machine's ids already run in order: no sort (10^5 nodes of 64 cores: 1.7 s of
+    sorting per mapping)."""
+    ids = np.asarray(ids)
+    if len(ids) < 2 or (ids[1:] >= ids[:-1]).all():
+        order = np.arange(len(ids))
+        sorted_ids = ids
+    else:
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+    if not len(ids):
+        return order, np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(sorted_ids[1:] != sorted_ids[:-1]) + 1, [len(ids)]])
+    return order, np.diff(starts)
+
+
 class Problem:
     """Graph + machine in the layout the C code reads (the arrays stay alive with it)."""
 
@@ -92,17 +109,16 @@ class Problem:
         wrap = arr(machine.network.wrap if torus else [0], np.uint8)
         coords = arr(machine.network.coords[machine.slot_node] if torus else np.zeros((1, 1)))
         cand = machine.lvl.shape[1] - 2 if machine.lvl.shape[1] >= 2 else 0
-        _, grp = np.unique(machine.lvl[:, cand], return_inverse=True)
+        order, counts = groups(machine.lvl[:, cand])
+        grp = np.empty(machine.nslots, dtype=np.int64)
+        grp[order] = np.repeat(np.arange(len(counts)), counts)
         grp = arr(grp)
-        order = np.argsort(grp, kind="stable")
-        ptr = arr(np.concatenate([[0], np.cumsum(np.bincount(grp))]))
+        ptr = arr(np.concatenate([[0], np.cumsum(counts)]))
         gslots = arr(order)
         # the groups of every level above the cores, for subtree exchanges
         glev, gptr, gslot = [0], [0], []
         for lv in range(machine.lvl.shape[1] - 1):
-            ids = machine.lvl[:, lv]
-            order = np.lexsort((np.arange(machine.nslots), ids))
-            _, counts = np.unique(ids[order], return_counts=True)
+            order, counts = groups(machine.lvl[:, lv])
             gslot.append(order)
             gptr.extend((gptr[-1] + np.cumsum(counts)).tolist())
             glev.append(glev[-1] + len(counts))

@@ -126,10 +126,11 @@ class Placement:
     hosts: list                   # per rank
     cores: list | None            # per rank: logical core indices (None: a hostfile names hosts only)
     directory: bool = False       # read from a mapping directory (then both files agreed)
+    lines: list | None = None     # per rank: ("file:line" it was read from, that line's host:k or None)
 
 
-def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list]:
-    hosts, cores = [], []
+def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list, list]:
+    hosts, cores, wheres = [], [], []
     for lineno, ln in enumerate(lines, 1):
         f = ln.split()
         if not f or f[0].startswith("#"):
@@ -145,7 +146,8 @@ def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list]:
               for c in f[2].split(",")]
         hosts.append(host)
         cores.append(cs)
-    return hosts, cores
+        wheres.append((where, None))
+    return hosts, cores, wheres
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -161,33 +163,32 @@ def read_placement(path: str | Path) -> Placement:
             raise UserError(f"{p}: no binding.txt or hostfile in this directory (rankmap map --out writes one)")
         if not (p / "binding.txt").exists():
             pl = read_placement(p / "hostfile")
-            return Placement(p, pl.hosts, None, True)
-        hosts, cores = _binding_rows(p / "binding.txt", _read_lines(p / "binding.txt"))
+            return Placement(p, pl.hosts, None, True, pl.lines)
+        hosts, cores, wheres = _binding_rows(p / "binding.txt", _read_lines(p / "binding.txt"))
         if (p / "hostfile").exists():
             hf = read_placement(p / "hostfile").hosts
             if hf != hosts:
                 raise UserError(f"{p}: hostfile ({len(hf)} ranks) and binding.txt ({len(hosts)} ranks) disagree")
-        return Placement(p, hosts, cores, True)
+        return Placement(p, hosts, cores, True, wheres)
     lines = _read_lines(p)
     first = next((ln.split() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), None)
     if first is None:
         raise UserError(f"{p}: no rank in this file")
     if len(first) >= 3 and first[0].isdigit():
-        hosts, cores = _binding_rows(p, lines)
-        return Placement(p, hosts, cores)
+        return Placement(p, *_binding_rows(p, lines))
     if first[0] == "rank":
-        hosts, cores = _binding_rows(p, _rankfile_rows(p, lines))
-        return Placement(p, hosts, cores)
-    hosts = []
+        return Placement(p, *_binding_rows(p, _rankfile_rows(p, lines)))
+    hosts, wheres = [], []
     for lineno, ln in enumerate(lines, 1):
         if ln.strip() and not ln.lstrip().startswith("#"):
             where = f"{p}:{lineno}"
             host, colon, k = ln.split()[0].partition(":")     # a machinefile's host:k: its next k ranks
             k = valid.integer(k, where, "ranks (host:k)", 1, valid.MAX_RANKS, float_form=False) if colon else 1
             hosts += [hostnames.check_name(host, where)] * k
+            wheres += [(where, ln.split()[0] if colon else None)] * k
             valid.rank_count(len(hosts), str(p))
     valid.rank_count(len(hosts), str(p))
-    return Placement(p, hosts, None)
+    return Placement(p, hosts, None, lines=wheres)
 
 
 _RANKFILE = re.compile(r"^\s*rank\s+(\S+?)\s*=\s*(\S+)\s+slot\s*=\s*(\S+)\s*$")
@@ -228,19 +229,22 @@ def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np
     free = {k: list(v) for k, v in enumerate(machine.slots_by_node())}
     slot = np.full(len(pl.hosts), -1, dtype=np.int64)
     for r, host in enumerate(pl.hosts):
+        where, hk = pl.lines[r] if pl.lines else (pl.source, None)
         if host not in index:
-            raise UserError(f"{pl.source}: rank {r}: host {host} is not in the node list")
+            raise UserError(f"{where}: rank {r}: host {host} is not in the node list")
         node = index[host]
         core = pl.cores[r][0] if pl.cores is not None else None
         cands = [s for s in free[node] if core is None or machine.slot_core[s] == core]
         if not cands and core is not None:
             have = sorted(set(machine.slot_core[machine.slots_by_node()[node]].tolist()))
             if core not in have:
-                raise UserError(f"{pl.source}: rank {r}: {host} has no core {core} in this machine (its cores: "
+                raise UserError(f"{where}: rank {r}: {host} has no core {core} in this machine (its cores: "
                                 f"{_ranges(have)})")
         if not cands:
             what = f"core {core} of {host}" if core is not None else host
-            raise UserError(f"{pl.source}: rank {r}: no free slot left on {what} (more ranks than slots there)")
+            # a machinefile's host:k gives k ranks (MPICH, Intel MPI), not k slots
+            k = f"; {hk!r} gives {host} its next {hk.partition(':')[2]} ranks" if hk else ""
+            raise UserError(f"{where}: rank {r}: no free slot left on {what} (more ranks than slots there{k})")
         slot[r] = cands[0]
         free[node].remove(cands[0])
     if n is not None and len(slot) != n:

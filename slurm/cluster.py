@@ -95,6 +95,37 @@ def check_cores(used: dict[str, int], source: str) -> None:
                             "Slurm)")
 
 
+def _cpus_per_node(text: str) -> list[int]:
+    """SLURM_JOB_CPUS_PER_NODE ('2(x3),4'): the CPUs of each node of the allocation."""
+    out = []
+    for part in text.split(","):
+        c, _, rep = part.strip().partition("(x")
+        out += [int(c)] * (int(rep.rstrip(")")) if rep else 1)
+    return out
+
+
+def step_cpus(nodes: int | None) -> int | None:
+    """The most CPUs a job step of `srun -n N [-N nodes]` can get: inside an allocation its
+    CPUs (SLURM_JOB_CPUS_PER_NODE); outside, those of the `nodes` largest nodes of the
+    cluster (sinfo), or of all of them. None when Slurm does not say. srun refuses more tasks
+    than this without --overcommit ("Requested node configuration is not available")."""
+    try:
+        if in_allocation():
+            per = os.environ.get("SLURM_JOB_CPUS_PER_NODE")
+            return sum(_cpus_per_node(per)) if per else None
+        cpus = {}
+        for line in query(["sinfo", "-h", "-N", "-o", "%N %c"]).splitlines():
+            f = line.split()
+            if len(f) == 2:
+                cpus[f[0]] = int(f[1])
+    except (UserError, ValueError):
+        return None
+    if not cpus:
+        return None
+    best = sorted(cpus.values(), reverse=True)
+    return sum(best[:nodes] if nodes else best)
+
+
 def node_states(hosts: list[str]) -> dict[str, str]:
     out = query(["sinfo", "-h", "-N", "-n", hostnames.compress(hosts), "-o", "%N %T"])
     states = {}

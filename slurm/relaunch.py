@@ -171,6 +171,11 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
         binding = "rankmap-bind (per-node layouts differ)"
         cmd = [str(native.artifact("bind")), str(m.path / "binding.txt"), *program]
     exports = dict(task_env or {})
+    if shared > 1 and "OMPI_MCA_mpi_yield_when_idle" not in os.environ:
+        # Open MPI yields the core while it waits when its own launcher knows the node is
+        # oversubscribed; under srun it does not know, and two ranks polling on one core took
+        # minutes for what ran in a second
+        exports["OMPI_MCA_mpi_yield_when_idle"] = "1"
     if preload:
         exports["LD_PRELOAD"] = ":".join(preload)
         exports.update(collective_env(m.path, preload))

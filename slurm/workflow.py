@@ -62,6 +62,26 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
     ntasks = ntasks or (int(os.environ["SLURM_NTASKS"]) if inside and os.environ.get("SLURM_NTASKS") else None)
     if not ntasks:
         raise UserError("how many ranks? pass -n/--ntasks")
+    # before anything is written: a pass 1 srun refuses, or a pass 2 that cannot run
+    over = []
+    if not any(a in ("-O", "--overcommit") for a in srun_args):
+        cpus = cluster.step_cpus(None if inside else nodes)
+        if cpus is not None and ntasks > cpus:
+            where = "this allocation" if inside else f"{nodes} node(s)" if nodes else "the cluster"
+            if (mopts.get("oversubscribe") or 1) == 1 and not mopts.get("machine_file"):
+                raise UserError(f"{ntasks} ranks but pass 1 gets at most {cpus} CPUs ({where}); pass --oversubscribe "
+                                f"{-(-ntasks // cpus)} to run and map several ranks on a core"
+                                f"{'' if inside or nodes is None else ', or more nodes (-N)'}")
+            if not inside and mode == "same-allocation":
+                # the mapping onto pass 1's nodes would share cores, which srun binds only inside
+                # an allocation of whole nodes (relaunch.srun_plan): said now, not after pass 1
+                raise UserError(f"{ntasks} ranks on at most {cpus} CPUs ({where}) put several ranks on a core, which "
+                                "Slurm binds only inside an allocation of whole nodes: salloc "
+                                f"{f'-N {nodes} ' if nodes else ''}--exclusive rankmap run -n {ntasks} ... (or "
+                                "--mode whole-cluster, which maps onto the idle nodes)")
+            # as pass 2 gets it for a mapping with several ranks on a core: srun starts more tasks
+            # than CPUs only with --overcommit (pass 1 profiles; its placement is Slurm's)
+            over = ["--overcommit"]
     base = _new_dir(out)
     record = {"app": app, "ntasks": ntasks, "mode": mode, "inside_allocation": inside,
               "job": os.environ.get("SLURM_JOB_ID"), "status": "running", "passes": {}}
@@ -73,11 +93,13 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
                            json.dumps(record, indent=2) + "\n")
 
     # ---- pass 1: profile
-    cmd1 = ["srun", *common, "-n", str(ntasks)] + (["-N", str(nodes)] if nodes and not inside else []) + \
+    cmd1 = ["srun", *common, "-n", str(ntasks)] + (["-N", str(nodes)] if nodes and not inside else []) + over + \
         list(srun_args) + list(app)
     console.rule("[bold]pass 1: profile")
     console.print(" ".join(shlex.quote(a) for a in cmd1))
-    res1 = run_profile(cmd1, out=str(base / "profile"), launcher="srun", mpi=mpi)
+    yield_env = {"OMPI_MCA_mpi_yield_when_idle": "1"} if over and "OMPI_MCA_mpi_yield_when_idle" not in os.environ \
+        else None                     # several ranks on a CPU: as relaunch.srun_plan
+    res1 = run_profile(cmd1, out=str(base / "profile"), launcher="srun", mpi=mpi, extra_env=yield_env)
     record["passes"]["profile"] = {"exit_code": res1.exit_code, "seconds": round(res1.seconds, 3),
                                    "directory": str(res1.directory)}
     save()

@@ -2,6 +2,7 @@
 never-worse-than-defaults, whole-cluster mode, Scotch and greedy backends."""
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -207,6 +208,90 @@ def test_cyclic_equals_the_loop_it_replaced():
     for m in ms:
         for n in range(1, m.nslots + 1):
             assert baselines.cyclic(n, m).tolist() == by_loop(n, m), n
+
+
+def test_machine_tree_equals_the_node_by_node_tree():
+    """machine.tree groups the nodes by shape in numpy and lays each node's subtree out when
+    first walked (10^5 nodes of 64 cores: 7 s -> 1.5 s): the same tree as building every
+    node's subtree, on mixed, oversubscribed, torus, switch, dragonfly and restricted machines."""
+    from rankmap.mapper import allocation
+    from rankmap.mapper.machine import TreeNode
+    from rankmap.mapper.network import Hierarchy, Torus
+
+    def eager(m, nodes):
+        per = m.slots_by_node()
+        by_node = {int(n): m._node_subtree(int(n), per[n]) for n in nodes}
+        if isinstance(m.network, Torus):
+            return m._torus_split(nodes, by_node)
+        if isinstance(m.network, Hierarchy):
+            return m._switch_split(nodes, by_node, 0)
+        kids = [by_node[int(n)] for n in nodes]
+        return TreeNode(np.concatenate([k.slots for k in kids]), kids, "network")
+
+    def same(a, b, path="root"):
+        assert a.label == b.label, path
+        assert np.array_equal(a.slots, b.slots), path
+        assert len(a.children) == len(b.children), path
+        for i, (x, y) in enumerate(zip(a.children, b.children)):
+            same(x, y, f"{path}/{i}")
+    ms = [machine.build(["a", "b", "c"], ["a=pack:2 core:3", "b=pack:1 core:5", "c=pack:4 core:1"], oversubscribe=2),
+          machine.build([f"n{i}" for i in range(7)], ["pack:2 numa:2 core:3"], network="torus:7", oversubscribe=2),
+          machine.build([f"n{i}" for i in range(16)], ["n[0-7]=pack:2 core:4", "n[8-15]=pack:1 core:8"],
+                        switches="4x4"),
+          machine.build([f"n{i}" for i in range(162)], ["pack:2 core:4"], network="dragonfly:9x9x2"),
+          machine.build([f"n{i}" for i in range(12)], ["pack:2 core:4"], ranks_per_node=3),
+          machine.build(["x"], ["core:1"])]
+    ms += [allocation.spread(ms[0], 13)[0], allocation.cores_first(ms[1], 20)[0], allocation.restrict(ms[1], [1, 3, 4])]
+    for m in ms:
+        for nodes in (np.arange(m.nnodes), np.arange(m.nnodes)[::2]):
+            same(m.tree(nodes), eager(m, nodes))
+
+
+def test_tree_levels_up_counts_the_real_levels():
+    """tree_levels_up skips levels where every group has one child; which levels those are is
+    counted without sorting the slots when their group ids already run in order (a built
+    machine: 10^5 nodes of 64 cores 1.9 -> 0.7 s), by a sort otherwise: the same as counting
+    the distinct (group, subgroup) pairs with a set, on built and restricted machines."""
+    from rankmap.mapper import allocation
+
+    def levels_above(m):
+        L = m.lvl.shape[1]
+        real = np.ones(L, dtype=np.int64)
+        for lv in range(1, L):
+            a, b = m.lvl[:, lv - 1], m.lvl[:, lv]
+            if len(set(zip(a.tolist(), b.tolist()))) == len(set(a.tolist())):
+                real[lv] = 0
+        return np.concatenate([np.cumsum(real[::-1])[::-1], [0]])
+    ms = [machine.build(["a", "b", "c"], ["a=pack:2 core:3", "b=pack:1 core:5", "c=pack:4 core:1"], oversubscribe=2),
+          machine.build([f"n{i}" for i in range(7)], ["pack:2 numa:2 core:3"], network="torus:7", oversubscribe=2),
+          machine.build([f"n{i}" for i in range(16)], ["n[0-7]=pack:2 core:4", "n[8-15]=pack:1 core:8"],
+                        switches="4x4"),
+          machine.build([f"n{i}" for i in range(162)], ["pack:2 core:4"], network="dragonfly:9x9x2"),
+          machine.build([f"n{i}" for i in range(12)], ["pack:1 core:4"], ranks_per_node=3)]
+    ms += [allocation.spread(ms[0], 13)[0], allocation.cores_first(ms[1], 20)[0], allocation.restrict(ms[1], [1, 3, 4])]
+    rng = np.random.default_rng(0)
+    for m in ms[1:4]:                   # slots out of group order: the sorted path
+        p = rng.permutation(m.nslots)
+        ms.append(dataclasses.replace(m, slot_node=m.slot_node[p], slot_core=m.slot_core[p], lvl=m.lvl[p]))
+    for m in ms:
+        sa, sb = rng.integers(0, m.nslots, 50), rng.integers(0, m.nslots, 50)
+        L = m.lvl.shape[1]
+        diff = m.lvl[sa] != m.lvl[sb]
+        first = np.where(diff.any(axis=1), diff.argmax(axis=1), L)
+        assert np.array_equal(m.tree_levels_up(sa, sb), levels_above(m)[first])
+
+
+def test_refine_groups_equal_the_sorts_they_replaced():
+    """refine.groups (the slots of each group for the C search; no sort when the ids already
+    run in order): the order and sizes np.lexsort and np.unique gave, sorted or not."""
+    from rankmap.mapper.refine import groups
+    rng = np.random.default_rng(1)
+    for ids in (np.sort(rng.integers(0, 50, 1000)), rng.integers(0, 50, 1000), np.array([3]),
+                np.array([5, 5, 2, 2, 9])):
+        order = np.lexsort((np.arange(len(ids)), ids))
+        _, counts = np.unique(ids[order], return_counts=True)
+        got = groups(ids)
+        assert np.array_equal(got[0], order) and np.array_equal(got[1], counts)
 
 
 def test_more_ranks_than_slots():

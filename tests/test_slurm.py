@@ -271,6 +271,40 @@ def test_mapping_with_two_ranks_on_a_core(slurm_cluster, tmp_path):
     check_placement(where_lines(res.stdout), m, 8)
 
 
+def test_oversubscribed_run_gets_overcommit_for_pass_1(slurm_cluster, apps, tmp_path):
+    """`rankmap run -n 8 --oversubscribe 2` on 2 nodes of 2 cores: pass 1's `srun -n 8` was
+    refused ("Requested node configuration is not available", or inside an allocation "More
+    processors requested than permitted") unless --srun-arg=--overcommit was given. Pass 1
+    now gets --overcommit when the ranks outnumber the CPUs, as pass 2 does for a mapping
+    with several ranks on a core. Outside an allocation, where that pass 2 cannot bind, and
+    without --oversubscribe, one error before anything runs or is written."""
+    prog = app(apps, "placement", "openmpi")
+    d = tmp_path / "out"
+    one_line(rankmap(slurm_cluster, "run", "-n", 8, "-N", 2, "-t", 2, "--out", d, "--", prog),
+             "8 ranks but pass 1 gets at most 4 CPUs (2 node(s)); pass --oversubscribe 2")
+    one_line(rankmap(slurm_cluster, "run", "-n", 8, "-N", 2, "-t", 2, "--oversubscribe", 2, "--out", d, "--", prog),
+             "8 ranks on at most 4 CPUs (2 node(s)) put several ranks on a core, which Slurm binds only inside an "
+             "allocation of whole nodes: salloc -N 2 --exclusive rankmap run -n 8")
+    assert not d.exists()
+    # two ranks on a core: Open MPI's busy polling took the core's time slices from the partner
+    # it waited for (pass 2 ran out of a 2-minute allocation on the loaded test host): both
+    # passes now tell Open MPI to yield when idle, as its own launcher does when oversubscribed
+    e = dict(slurm_cluster, PYTHONPATH=str(ROOT))
+    e.pop("OMPI_MCA_mpi_yield_when_idle", None)
+    res = subprocess.run(["salloc", "-w", "n1,n2", "-N", "2", "--exclusive", "-t", "5", *RANKMAP_CMD, "run", "-n", "8",
+                          "--oversubscribe", "2", "--verify", "--out", str(d), "--", str(prog)],
+                         env=e, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"srun -K -n 8 --overcommit {prog}" in res.stdout
+    wf = json.loads((d / "workflow.json").read_text())
+    assert wf["status"] == "complete" and len(wf["verified"]) == 8 and all(r["ok"] for r in wf["verified"])
+    assert "--overcommit" in wf["passes"]["relaunch"]["command"]
+    assert "OMPI_MCA_mpi_yield_when_idle=1" in wf["passes"]["relaunch"]["command"]
+    run1 = json.loads((d / "profile" / "run.json").read_text())
+    assert run1["command"][:5] == ["srun", "-K", "-n", "8", "--overcommit"]
+    assert "OMPI_MCA_mpi_yield_when_idle=1" in run1["argv"][1]
+
+
 def test_host_not_in_allocation(slurm_cluster, workflow):
     d, _ = workflow
     e = dict(slurm_cluster, PYTHONPATH=str(ROOT))

@@ -3,7 +3,12 @@ categories again but with inputs batch 1 did not try (other encodings and layout
 files, extreme but finite values, odd paths, JSON of other shapes, other verbs' options), and
 never used to tune the code: its counts measure inputs nobody had shown the code.
 
-Run: .venv/bin/python tests/corpus/harness.py tests/corpus/batch2.py"""
+Run: .venv/bin/python tests/corpus/harness.py tests/corpus/batch2.py
+
+Last full run (2026-11-26, after the fixes for it): 278 cases, 180 clear errors, 98 correct; no
+data loss, hang, traceback, silent wrong, unclear error or refused valid input. Before them: 6
+silent wrong (expectations older than decided behaviour) and 2 refused valid (one an expectation,
+one the shared data missing next to a worktree)."""
 from __future__ import annotations
 
 import gzip
@@ -54,10 +59,10 @@ def cases() -> list[Case]:
 
     # --- traffic text: other layouts and encodings
     cat = "traffic-text"
-    add(m6("tsv-as-csv", cat, "t.csv", RING6.replace(",", "\t"), "error", ["t.csv"]))
+    add(m6("tsv-as-csv", cat, "t.csv", RING6.replace(",", "\t"), "ok"))   # tab-separated pairs are read (a6bb37a)
     add(m6("csv-utf16", cat, "t.csv", RING6.encode("utf-16"), "error", ["t.csv"]))
     add(m6("csv-latin1-comment", cat, "t.csv", ("# caf\xe9\n" + RING6).encode("latin-1"), "either", ["t.csv:1"]))
-    add(m6("csv-gzip", cat, "t.csv", gzip.compress(RING6.encode()), "error", ["t.csv"]))
+    add(m6("csv-gzip", cat, "t.csv", gzip.compress(RING6.encode()), "ok"))  # gzip is decompressed (c879212)
     add(m6("csv-quoted-newline", cat, "t.csv", RING6 + '0,"\n3",5\n', "error", ["t.csv"]))
     add(m6("csv-only-comments", cat, "t.csv", "# a\n# b\n", "error", ["t.csv"]))
     add(m6("csv-header-twice", cat, "t.csv", RING6 + "src,dst,bytes\n", "error", ["t.csv:8"]))
@@ -83,7 +88,8 @@ def cases() -> list[Case]:
     add(m6("csv-ws-separated", cat, "t.csv", RING6.replace(",", " "), "either", ["t.csv"]))
     add(m6("csv-mpip-format-extra", cat, "t.csv", "src,dst,bytes,count,x\n0,1,5,1,2\n", "error", ["t.csv"],
            fmt="mpip"))
-    add(m6("csv-diag-only-mpip", cat, "m.csv", "src,dst,bytes,count\n0,0,5,1\n1,1,5,1\n", "error", ["m.csv"]))
+    # no traffic between ranks, or a single rank: the block order with a note (decided since)
+    add(m6("csv-diag-only-mpip", cat, "m.csv", "src,dst,bytes,count\n0,0,5,1\n1,1,5,1\n", "ok", n=2))
     add(m6("dat-scientific", cat, "m.dat", "0 1e3 0\n1e3 0 2.5e2\n0 2.5e2 0\n", "ok", n=3))
     add(m6("dat-plus-signs", cat, "m.dat", "0 +5 0\n+5 0 +1\n0 +1 0\n", "ok", n=3))
     add(m6("dat-minus-zero", cat, "m.dat", "0 -0 5\n-0 0 1\n5 1 0\n", "either", ["m.dat"], n=3))
@@ -92,7 +98,7 @@ def cases() -> list[Case]:
     add(m6("dat-ragged-last", cat, "m.dat", "0 1 0\n1 0 1\n0 1\n", "error", ["m.dat:3"], fmt="treematch"))
     add(m6("dat-200-dense", cat, "m.dat", "".join(" ".join("1" for _ in range(200)) + "\n" for _ in range(200)),
            "error", ["200 ranks"]))
-    add(m6("amfch-1x1", cat, "log.txt", "amfch_statistics\n5\n", "error", ["log.txt"], fmt="amfch"))
+    add(m6("amfch-1x1", cat, "log.txt", "amfch_statistics\n5\n", "ok", n=1, fmt="amfch"))
     add(m6("amfch-two-marked", cat, "log.txt", "amfch\n0 1\n1 0\ntext\namfch\n0 2\n2 0\n", "ok", n=2, fmt="amfch"))
     add(m6("amfch-labels-mismatch", cat, "log.txt", "amfch\n0: 0 1 0\n5: 1 0 1\n2: 0 1 0\n", "either",
            ["log.txt"], n=3, fmt="amfch"))
@@ -141,8 +147,9 @@ def cases() -> list[Case]:
            f"{10 ** 30}\n2 1 5\n", "error", ["m.mtx"]))
     add(m6("mtx-banner-case", cat, "m.mtx", "%%matrixmarket MATRIX coordinate REAL general\n2 2 2\n1 2 3\n2 1 3\n",
            "either", ["m.mtx"], n=2))
-    add(m6("metis-self-loop", cat, "g.graph", "2 1\n1 2\n1\n", "error", ["g.graph"]))
-    add(m6("metis-zero-weight", cat, "g.graph", "2 1 001\n2 0\n1 0\n", "error", ["g.graph"]))
+    # a self loop is left out with a note (733d0c7); edges of weight 0 carry nothing: block with a note
+    add(m6("metis-self-loop", cat, "g.graph", "2 1\n1 2\n1\n", "ok", n=2))
+    add(m6("metis-zero-weight", cat, "g.graph", "2 1 001\n2 0\n1 0\n", "ok", n=2))
     add(m6("metis-ncon-weights", cat, "g.graph", "3 2 011 2\n1 1 2 5\n1 1 1 5 3 5\n1 1 2 5\n", "ok", n=3))
     add(m6("metis-vsize", cat, "g.graph", "3 2 100\n1 2\n1 1 3\n1 2\n", "ok", n=3))
     add(m6("metis-fmt-bogus", cat, "g.graph", "3 2 201\n2 5\n1 5 3 5\n2 5\n", "error", ["g.graph:1"],
@@ -501,8 +508,8 @@ def cases() -> list[Case]:
     add(Case("evaluate-seed-beyond", cat, ["evaluate", "{F}/ring8.csv", "{F}/map8", "--seed", "-5"], "error",
              ("--seed",)))
     add(Case("evaluate-hostfile-colon", cat, ["evaluate", "{F}/ring8.csv", "{W}/h", "--machine", "{F}/map8",
-                                              "--json"], "ok", (), files(h="n1:4\nn1:4\nn1:4\nn1:4\nn2\nn2\nn2\nn2\n"),
-             check=stdout_json_ok))
+                                              "--json"], "error", ("h:2", "rank 4", "'n1:4'"),
+             files(h="n1:4\nn1:4\nn1:4\nn1:4\nn2\nn2\nn2\nn2\n")))    # host:k = k ranks (MPICH): 16 on n1
     add(Case("evaluate-binding-multicore", cat, ["evaluate", "{F}/ring8.csv", "{W}/b", "--machine", "{F}/map8",
                                                  "--json"], "either", ("b",),
              files(b="".join(f"{r} n{1 + r // 4} {r % 4},{(r + 1) % 4}\n" for r in range(8))), check=stdout_json_ok))

@@ -10,7 +10,9 @@ Run: .venv/bin/python tests/corpus/harness.py tests/corpus/batch3.py
 i.e. the tree before d23a92c): hang 1, traceback 12, silent wrong 5, unclear error 6 (one of
 them a native crash: a sparse .npz with indices beyond its shape died in scipy with SIGSEGV or
 "double free", nothing on stderr), refused valid 1, clear error 214, correct 59. After: clear
-error 239, correct 59, nothing else."""
+error 239, correct 59, nothing else. Rerun 2026-11-26 after later changes: clear error 239,
+correct 58, unclear error 1 (nodes3-range-too-large: the slot limit's message named neither
+--nodes nor the cores per node); after its fix clear error 240, correct 58, nothing else."""
 from __future__ import annotations
 
 import io
