@@ -118,7 +118,8 @@ SKEWED_MTKAHYPAR = True
 # (vertices + edge entries) x blocks, whatever plan() gives it and even where METIS finds no
 # structure (partition.STRUCTURED): on 1k-rank graphs (a pencil FFT's row and column
 # all-to-alls, a binomial tree, a hypercube, random partners) it cut 1-8 % less than METIS
-# and KaHIP; about 0.6 s at the limit (4k random ranks into 125 nodes: 5x the time for nothing).
+# and KaHIP. Its time near the limit: the pencil (2.8e6) 1.5 s of a 2.1 s mapping, on a VM
+# running at half its usual speed (4k random ranks into 125 nodes: 5x the time for nothing).
 # Not above ROOT_MTKAHYPAR_MAX_RANKS: a 10k-rank stencil into 4 switches passes the work limit,
 # and the same cost took 1.8x the time
 ROOT_MTKAHYPAR_MAX_WORK = 3_000_000
