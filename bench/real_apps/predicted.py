@@ -36,31 +36,61 @@ def refresh(work: Path, cases: list, machines, scales, say=print, run: bool = Tr
                 if traffic is None:
                     traffic = read_traffic(trace, "smpi", "auto")
                     schedule = read_schedule(trace)
-                if schedule is not None:                    # run_estimate decides its replay per machine and speed
-                    schedule.__dict__.pop("_sharing", None)
+                fresh(schedule)                             # each row estimated as `rankmap predict` estimates it
                 p, _ = plat.load(work / "platforms" / f"{m}-x{s:g}")
                 full = mspec.build(plat.machine_spec(p))
                 net = p.network()
                 if not run:                                 # communication alone only (no run estimate: faster)
                     net.core_speed = None
                 res = json.loads(f.read_text())
-                for name, v in res.items():
-                    hf = d / f"x{s:g}" / f"hostfile-{name}"
-                    if not hf.is_file():
-                        continue
-                    slot = writers.read_mapping(hf, full, traffic.bytes.shape[0])
-                    pr = predict(traffic.bytes, traffic.msgs, full, slot, net, schedule=schedule)
-                    v.update({"predicted_comm_seconds": pr["seconds"], "predicted_limit": pr["limited_by"],
-                              "predicted_bounds": pr["bounds"], "predicted_latency": pr["latency"],
-                              "predicted_latency_from": pr["latency_from"]})
-                    if "run_seconds" in pr:         # the run's time, compute included (the final choice's estimate)
-                        v.update({"predicted_run_seconds": pr["run_seconds"],
-                                  "predicted_run_comm_seconds": pr["run_comm_seconds"],
-                                  "predicted_run_sharing": pr["run_sharing"]})
-                    done += 1
+                epoch_of = {}
+                todo = list(res)
+                # predict chooses its replay (flow or in turn) on a row's first placement and may
+                # switch on a later, costlier one (the schedule's epoch): the placements estimated
+                # before the switch are estimated again, so a row's placements are all estimated alike
+                while todo:
+                    for name in todo:
+                        v = res[name]
+                        hf = d / f"x{s:g}" / f"hostfile-{name}"
+                        if not hf.is_file():
+                            continue
+                        done += _estimate(v, hf, full, traffic, net, schedule)
+                        epoch_of[name] = _epoch(schedule)
+                    todo = [n for n, e in epoch_of.items() if e != _epoch(schedule)]
+                    done -= len(todo)
                 f.write_text(json.dumps(res, indent=1) + "\n")
         say(f"  {case.name}: predict recomputed", flush=True)
     return done
+
+
+def _epoch(schedule) -> int:
+    return 0 if schedule is None else vars(schedule).get("_epoch", 0)
+
+
+def _estimate(v: dict, hf: Path, full, traffic, net, schedule) -> int:
+    """predict's estimates of one placement (its hostfile) into its cached result v."""
+    slot = writers.read_mapping(hf, full, traffic.bytes.shape[0])
+    pr = predict(traffic.bytes, traffic.msgs, full, slot, net, schedule=schedule)
+    v.update({"predicted_comm_seconds": pr["seconds"], "predicted_comm_from": pr.get("seconds_from"),
+              "predicted_limit": pr["limited_by"], "predicted_bounds": pr["bounds"],
+              "predicted_latency": pr["latency"], "predicted_latency_from": pr["latency_from"]})
+    if "run_seconds" in pr:         # the run's time, compute included (the final choice's estimate)
+        v.update({"predicted_run_seconds": pr["run_seconds"], "predicted_run_comm_seconds": pr["run_comm_seconds"],
+                  "predicted_run_sharing": pr["run_sharing"]})
+    return 1
+
+
+def fresh(schedule) -> None:
+    """Forget what estimating another machine or network speed cached on the schedule: the
+    replay predict chose for the run and for communication alone (flow or in turn,
+    predict._replayed: decided on the first mapping estimated, and kept), the epoch, the
+    compute-only time. One schedule serves every row of a case here; `rankmap predict` and the
+    replay phase read it anew for each, and so must this estimate be made (before: only the
+    run's choice was forgotten, and communication alone kept the choice of the first row, so
+    a row's estimate depended on the rows refreshed before it)."""
+    if schedule is not None:
+        for k in [k for k in vars(schedule) if k.startswith("_")]:
+            del schedule.__dict__[k]
 
 
 def is_tune(row: dict) -> bool:
