@@ -47,6 +47,7 @@ def _lib():
                               C.POINTER(C.c_int32)]
     lib.rm_tabu.restype = C.c_int64
     lib.rm_tabu.argtypes = [C.POINTER(_Problem), P64, C.c_uint64, C.c_double, C.c_int64, PD, C.POINTER(C.c_int32)]
+    lib.rm_block_order_above.restype = C.c_int64
     lib.rm_subgraph.restype = C.c_int64
     # plain addresses: the thousands of small splits of a big machine feel ctypes' casts
     V = C.c_void_p
@@ -97,6 +98,7 @@ class Problem:
     def __init__(self, graph: Graph, machine: Machine):
         W = graph.W
         self.keep = []
+        self.graph = graph
 
         def arr(x, dtype=np.int64):
             a = np.ascontiguousarray(x, dtype=dtype)
@@ -151,7 +153,38 @@ class Problem:
             # candidates (refine.c SCREEN_ABOVE) and gets one more; at 10^5 ranks a pass takes ~0.6 s
             max_passes = 1000 if n <= 2000 else 8 if n <= 20000 else 2 if n <= 50000 else 3 if n <= 200000 else 1
         s = np.ascontiguousarray(slot_of_rank, dtype=np.int64).copy()
+        prob, perm = self, None
+        # above this size the C passes visit blocks of consecutive ranks: numbered by slot, a
+        # block's edges, rows and candidate occupants sit together (refine.c, BLOCK_ORDER_ABOVE)
+        if len(s) > _lib().rm_block_order_above():
+            perm = np.argsort(s, kind="stable")       # new rank k is old rank perm[k]
+            prob, s = self._renumbered(perm), s[perm]
         out, cut = C.c_double(), C.c_int32()
-        _lib().rm_refine(C.byref(self.s), _p(s), int(seed), float(time_cap), int(max_passes), int(ils_rounds),
+        _lib().rm_refine(C.byref(prob.s), _p(s), int(seed), float(time_cap), int(max_passes), int(ils_rounds),
                          C.byref(out), C.byref(cut))
+        if perm is not None:
+            back = np.empty_like(s)
+            back[perm] = s
+            s = back
         return s, float(out.value), bool(cut.value)
+
+    def _renumbered(self, perm: np.ndarray) -> "Problem":
+        """This problem with rank perm[k] renamed k (the machine's arrays shared): the rows
+        gathered in O(nnz), each row's columns left in their order."""
+        W = self.graph.W
+        indptr = np.asarray(W.indptr, dtype=np.int64)
+        deg = np.diff(indptr)[perm]
+        ptr = np.zeros(len(perm) + 1, dtype=np.int64)
+        np.cumsum(deg, out=ptr[1:])
+        gather = np.repeat(indptr[perm] - ptr[:-1], deg)
+        gather += np.arange(len(gather), dtype=np.int64)
+        inv = np.empty_like(perm)
+        inv[perm] = np.arange(len(perm), dtype=np.int64)
+        adj = inv[W.indices[gather]]
+        w = np.ascontiguousarray(W.data[gather], dtype=np.float64)
+        del gather
+        q = Problem.__new__(Problem)
+        q.graph, q.keep = None, self.keep + [ptr, adj, w]
+        q.s = _Problem.from_buffer_copy(self.s)
+        q.s.xadj, q.s.adj, q.s.w = _p(ptr), _p(adj), _p(w, PD)
+        return q

@@ -461,6 +461,30 @@ def test_refine_screened_pass_on_a_large_machine():
     assert abs(prob.cost(s1) - c1) <= 1e-9 * c1
 
 
+def test_refine_renumbers_big_graphs_by_slot():
+    """Above the C library's rm_block_order_above the local search runs on the graph
+    numbered by slot (cache locality): the renumbered problem prices every mapping as the
+    original does, and the mapping comes back in the caller's numbering."""
+    from rankmap.mapper.refine import _lib
+    n = _lib().rm_block_order_above() + 1000
+    rng = np.random.default_rng(3)
+    r = np.repeat(np.arange(n), 3)
+    c = rng.integers(0, n, size=3 * n)
+    ok = r != c
+    A = sp.csr_matrix((rng.integers(1, 100, size=ok.sum()).astype(float), (r[ok], c[ok])), shape=(n, n))
+    g = from_traffic(Traffic(bytes=A, source="t", format="synthetic"))
+    m = machine.build([f"n{i}" for i in range(n // 32 + 2)], ["pack:2 core:16"], torus=f"{n // 32 + 2}")
+    prob = Problem(g, m)
+    start = rng.permutation(m.nslots)[:n]             # not in slot order, slots left over
+    perm = np.argsort(start, kind="stable")
+    assert prob._renumbered(perm).cost(start[perm]) == pytest.approx(prob.cost(start), rel=1e-12)
+    s1, c1, _ = prob.refine(start, 5, max_passes=1)
+    s2, c2, _ = prob.refine(start, 5, max_passes=1)
+    assert (s1 == s2).all() and c1 == c2
+    assert len(np.unique(s1)) == n and s1.min() >= 0 and s1.max() < m.nslots
+    assert c1 < prob.cost(start) and prob.cost(s1) == pytest.approx(c1, rel=1e-9)
+
+
 def test_units_of_work_get_the_strong_portfolio_on_bigger_graphs():
     """Many vertices per core (the standard benchmark's --oversubscribe) is a graph partition:
     a 7.5*10^5-work graph keeps strong KaHIP and Mt-KaHyPar there, and METIS + eco KaHIP as

@@ -128,6 +128,14 @@ static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
  * (0.6-0.8 s either way). At 10^6 ranks, one pass: random 23 s -> 12 s for 0.984 instead
  * of 0.979; a stencil 7.5 s -> 4.8 s, 0.997 instead of 0.994. */
 #define SCREEN_ABOVE 50000
+/* Above BLOCK_ORDER_ABOVE ranks a pass visits blocks of ORDER_BLOCK consecutive ranks in a
+ * random order, each block in order, and mapper/refine.py numbers the ranks by slot
+ * (rm_block_order_above): a rank's edges, row and candidate occupants then sit next to the
+ * previous rank's instead of one cache miss each. Random traffic, 10^5 ranks, 3 passes:
+ * 7.2 s -> 3.5 s (renumbering alone 5.2 s), the same cost (0.9629 of the start against
+ * 0.9634); a 3-D stencil 2.3 s -> 0.5 s. */
+#define BLOCK_ORDER_ABOVE 20000
+#define ORDER_BLOCK 64
 #define SCREEN_KEEP 6
 #define SCREEN_HUGE 500000
 #define SCREEN_KEEP_HUGE 4
@@ -136,6 +144,11 @@ static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
  * dense traffic (miniAMR at 512 ranks: 511 partners each, 528 slots) the full scan made a pass
  * ~0.5 s and the 1k-rank mapping 12 s; there the heaviest partners' groups are the candidates */
 #define FULL_WORK 40000
+
+int64_t rm_block_order_above(void)
+{
+    return BLOCK_ORDER_ABOVE;
+}
 #define TOP_NEIGHBOURS 6
 #define PER_GROUP 8
 #ifndef ILS_SLACK
@@ -456,9 +469,30 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
     /* large machines: fewer candidates per rank keep a pass near linear in the edges */
     int top_n = p->n > 500 ? 4 : TOP_NEIGHBOURS, per_group = p->n > 500 ? 4 : PER_GROUP;
     int full = p->nslots <= FULL_LIMIT && (double)p->nslots * (double)p->xadj[p->n] <= FULL_WORK * (double)p->n;
-    for (int64_t k = p->n - 1; k > 0; k--) { /* Fisher-Yates */
-        int64_t r = (int64_t)(rng_next(rs) % (uint64_t)(k + 1)), tmp = order[k];
-        order[k] = order[r], order[r] = tmp;
+    if (p->n > BLOCK_ORDER_ABOVE) {
+        /* blocks of consecutive ranks in a random order, each in order (BLOCK_ORDER_ABOVE) */
+        int64_t nb = (p->n + ORDER_BLOCK - 1) / ORDER_BLOCK;
+        for (int64_t b = 0; b < nb; b++)
+            order[b] = b;
+        for (int64_t k = nb - 1; k > 0; k--) {
+            int64_t r = (int64_t)(rng_next(rs) % (uint64_t)(k + 1)), tmp = order[k];
+            order[k] = order[r], order[r] = tmp;
+        }
+        for (int64_t b = nb - 1; b >= 0; b--) {  /* expand in place, from the end */
+            int64_t blk = order[b];
+            for (int64_t q = ORDER_BLOCK - 1; q >= 0; q--)
+                order[b * ORDER_BLOCK + q] = blk * ORDER_BLOCK + q;
+        }
+        /* the last block may be short: drop the ids past n */
+        int64_t m = 0;
+        for (int64_t k = 0; k < nb * ORDER_BLOCK; k++)
+            if (order[k] < p->n)
+                order[m++] = order[k];
+    } else {
+        for (int64_t k = p->n - 1; k > 0; k--) { /* Fisher-Yates */
+            int64_t r = (int64_t)(rng_next(rs) % (uint64_t)(k + 1)), tmp = order[k];
+            order[k] = order[r], order[r] = tmp;
+        }
     }
     for (int64_t v = 0; v < p->n; v++)
         slot_row(p, slot[v], sc->row + v * wd);
@@ -572,7 +606,7 @@ int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, dou
         rs = 1;
     int64_t n = p->n;
     int64_t *occ = malloc(sizeof(int64_t) * (size_t)(p->nslots + 1));
-    int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + ORDER_BLOCK + 1)); /* blocked orders overrun n */
     int64_t *best = malloc(sizeof(int64_t) * (size_t)(n + 1));
     if (!occ || !order || !best) {
         free(occ), free(order), free(best);

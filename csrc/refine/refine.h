@@ -42,6 +42,9 @@ typedef struct {
 
 /* "size name:offset name:offset ...": the layout of rm_problem as this library sees it */
 const char *rm_layout(void);
+/* ranks above which rm_refine expects them numbered by slot (its passes visit blocks of
+ * consecutive ranks) */
+int64_t rm_block_order_above(void);
 
 double rm_cost(const rm_problem *p, const int64_t *slot);
 int64_t rm_refine(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, double time_limit, int64_t max_passes,
