@@ -116,11 +116,11 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
         from rankmap.slurm.parallel import runner
         if mode != "same-allocation":
             raise UserError("--parallel maps onto the given nodes (--mode same-allocation)")
+        run = runner(parallel, parallel_launcher, console=None if as_json else console, ranks=traffic.size)
         parent = Path(out).absolute().parent
         parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{Path(out).name}.parallel-", dir=parent))
         try:
-            run = runner(parallel, parallel_launcher, console=None if as_json else console)
             rep = run_map(traffic, spec, parallel=(run, work), **kwargs)
         finally:
             shutil.rmtree(work, ignore_errors=True)
