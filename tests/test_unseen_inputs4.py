@@ -6,6 +6,7 @@ fix; the runs are real (the CLI in this process, no mocks)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import hostlist
@@ -76,3 +77,104 @@ def test_hostlist_compression_is_python_hostlists_string():
     assert hostnames.compress(big) == "n[000001-100000]"
     assert hostnames.compress([f"r{i // 100}-n{i % 100}" for i in range(100000)]) == "r[0-999]-n[0-99]"
     assert hostnames.compress([]) == ""
+
+
+# --------------------------------------------------------------------------- Slurm topology.conf
+
+PAIRS6 = ("src,dst,bytes\n0,1,1000000\n1,0,1000000\n2,3,1000000\n3,2,1000000\n4,5,1000000\n5,4,1000000\n"
+          "1,2,10\n3,4,10\n")
+
+
+def map_tconf(tmp_path, conf: str, *extra):
+    (tmp_path / "pairs.csv").write_text(PAIRS6)
+    t = tmp_path / "topology.conf"
+    t.write_text(conf)
+    return run_cli("map", tmp_path / "pairs.csv", "--nodes", "n[1-6]", "--node-topology", "pack:1 core:1",
+                   "--network", f"slurm:{t}", "--out", tmp_path / "m", *extra), t
+
+
+def test_topology_conf_continuation_lines_are_read(tmp_path):
+    """batch4 tc4-continuation-backslash: Slurm's config files go on after a trailing '\\';
+    the Nodes= on the next line was dropped ('host n1 is under no switch or block')."""
+    res, _ = map_tconf(tmp_path, "SwitchName=s0 \\\n   Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4] \\\n"
+                                 "  # a comment on the continued line\nSwitchName=s2 Nodes=n[5-6]\n"
+                                 "SwitchName=top Switches=s[0-2]\n", "--json")
+    assert res.returncode == 0, res.stderr
+    hosts = [ln.split()[1] for ln in (tmp_path / "m" / "binding.txt").read_text().splitlines() if ln[0] != "#"]
+    leaf = {"n1": 0, "n2": 0, "n3": 1, "n4": 1, "n5": 2, "n6": 2}
+    assert all(leaf[hosts[a]] == leaf[hosts[a + 1]] for a in (0, 2, 4)), hosts
+
+
+@pytest.mark.parametrize("conf, fragment", [
+    # a node under two leaf switches was silently read as nested switches (s0 above s1)
+    ("SwitchName=s0 Nodes=n[1-3]\nSwitchName=s1 Nodes=n[3-6]\nSwitchName=top Switches=s[0-1]\n",
+     ":2: node n3 is under leaf switches s0 and s1"),
+    ("SwitchName= Nodes=n[1-6]\n", ":1: SwitchName= names no switch"),        # was a switch named ''
+    ("# site\nSwitchName=s0 Nodes=n[1-6]\n\nSwitchName=s0 Nodes=n[1-2]\n", ":4: switch s0 is defined twice (first on line 2)"),
+    ("SwitchName=s0 Nodes=n[1-6]\nSwitchName=top Switches=s[0-3]\n", ":2: switch top names an undefined child switch s1"),
+    ("SwitchName=s0 Nodes=n[1-6\n", ":1: bad hostlist expression"),
+    # blocks: a node in two blocks, a block defined twice, a block without a name were accepted
+    ("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[3-6]\n", ":2: node n3 is in blocks b1 and b2"),
+    ("BlockName=b1 Nodes=n[1-3]\nBlockName=b1 Nodes=n[4-6]\n", ":2: block b1 is defined twice (first on line 1)"),
+    ("BlockName= Nodes=n[1-6]\n", ":1: BlockName= names no block"),
+])
+def test_topology_conf_mistakes_name_their_line(tmp_path, conf, fragment):
+    res, t = map_tconf(tmp_path, conf)
+    one_error_line(res, f"{t}{fragment}")
+    assert not (tmp_path / "m").exists()
+
+
+def test_network_slurm_without_a_file_and_coords_with_slurm(tmp_path):
+    """batch4 tc4-slurm-colon-empty: 'slurm:' (an unset $TOPO) asked scontrol instead;
+    tc4-slurm-file-and-coords: --coords was ignored with Slurm's switches."""
+    (tmp_path / "pairs.csv").write_text(PAIRS6)
+    res = run_cli("map", tmp_path / "pairs.csv", "--nodes", "n[1-6]", "--node-topology", "pack:1 core:1",
+                  "--network", "slurm:", "--out", tmp_path / "m")
+    one_error_line(res, "--network 'slurm:': names no topology.conf; give --network slurm:FILE")
+    res, t = map_tconf(tmp_path, "SwitchName=s0 Nodes=n[1-6]\n", "--coords", tmp_path / "pairs.csv")
+    one_error_line(res, "--coords places nodes in a torus or mesh")
+
+
+# --------------------------------------------------------------------------- network specs name the flag
+
+@pytest.mark.parametrize("flag, spec, nodes, fragment", [
+    ("--network", "fat-tree:2x2", "n[1-6]", "--network fat-tree:2x2: a switch tree 2x2 holds 4 nodes, fewer than 6"),
+    ("--network", "fat-tree:0x4", "n[1-3]", "--network 'fat-tree:0x4': bad fat-tree dimensions '0x4'"),
+    ("--network", "fat-tree:3x2:oversub=nan", "n[1-6]", "--network fat-tree:3x2:oversub=nan: oversubscription 'nan'"),
+    ("--network", "fat-tree:2;0,2;1,2;1,1", "n[1-3]", "--network fat-tree:2;0,2;1,2;1,1: bad fat tree"),
+    ("--network", "dragonfly:2x1x2", "n[1-6]", "--network dragonfly:2x1x2: 6 nodes do not fit a dragonfly"),
+    ("--network", "dragonfly:1000x1000x1000", "n[1-3]", "--network 'dragonfly:1000x1000x1000': dragonfly"),
+    ("--network", "torus:2x-3", "n[1-3]", "--network 'torus:2x-3': bad torus dimensions"),
+    ("--network", "tofu:1x1x1", "n[1-13]", "--network tofu:1x1x1: 13 nodes do not fit a 1x1x1x2x3x2 torus"),
+    ("--network", "mesh:5", "n[1-6]", "--network mesh:5: 6 nodes do not fit a 5 mesh (5 positions)"),
+    ("--torus", "2x2", "n[1-6]", "--torus 2x2: 6 nodes do not fit a 2x2 torus (4 positions): give a larger shape"),
+    ("--switch-tree", "2x2", "n[1-6]", "--switch-tree 2x2: a switch tree 2x2 holds 4 nodes"),
+])
+def test_network_shapes_name_their_flag(tmp_path, flag, spec, nodes, fragment):
+    """batch4 nw4-*: the shape errors said 'bad torus dimensions' or 'a switch tree 2x2
+    holds 4 nodes' without the option they came from (--network's kinds especially)."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", nodes, "--node-topology", "pack:1 core:1", flag, spec,
+                  "--out", tmp_path / "m")
+    one_error_line(res, fragment)
+
+
+# --------------------------------------------------------------------------- --parallel N
+
+@pytest.mark.parametrize("n, fragment", [
+    ("100000", "--parallel 100000: rankmap starts at most 65536 processes"),
+    ("7", "--parallel 7: more processes than the traffic's 6 ranks; give at most --parallel 6"),
+    ("0", "--parallel 0: needs at least one process"),
+])
+def test_parallel_process_count_is_bounded_before_a_launch(tmp_path, monkeypatch, n, fragment):
+    """batch4 se4-parallel-huge: --parallel 100000 on 6 ranks started `mpirun -np 100000
+    --oversubscribe` (on this machine: a fake mpirun that fails, first on PATH)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name in ("mpirun", "mpirun.openmpi", "srun"):
+        (fake / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/launched\nexit 3\n")
+        (fake / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-3]", "--node-topology", "pack:1 core:4",
+                  "--parallel", n, "--out", tmp_path / "sub" / "m")
+    one_error_line(res, fragment)
+    assert not (tmp_path / "launched").exists() and not (tmp_path / "sub").exists()
