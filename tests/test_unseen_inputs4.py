@@ -178,3 +178,25 @@ def test_parallel_process_count_is_bounded_before_a_launch(tmp_path, monkeypatch
                   "--parallel", n, "--out", tmp_path / "sub" / "m")
     one_error_line(res, fragment)
     assert not (tmp_path / "launched").exists() and not (tmp_path / "sub").exists()
+
+
+# --------------------------------------------------------------------------- --algorithm scotch
+
+@pytest.mark.parametrize("n, topo, extra", [
+    (6, "pack:1 core:4", []),                       # nodes of one package: tleaf level of arity 1
+    (6, "pack:1 core:4", ["--imbalance", "0.1"]),
+    (20, "pack:2 core:2", ["--oversubscribe", "2"]),   # two slots per core: the decomposition target
+])
+def test_scotch_maps_single_package_nodes_and_shared_cores(tmp_path, n, topo, extra):
+    """batch4 se4-algorithm-scotch-imbalance: `--algorithm scotch` failed with 'scotch_gmap
+    failed: gmap: ERROR: archLoad: cannot load architecture data' on nodes of one package
+    (Scotch refuses a tleaf level of arity 1) and whenever a core held two slots (those
+    slots were left out of the target graph)."""
+    m = tmp_path / "m"
+    res = run_cli("map", ring_csv(tmp_path, n), "--nodes", "n[1-3]", "--node-topology", topo, "--algorithm", "scotch",
+                  *extra, "--out", m, "--json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["algorithm"] == "scotch" and rep["cost"] <= rep["defaults"]["block"] * (1 + 1e-12)
+    rows = [ln.split() for ln in (m / "binding.txt").read_text().splitlines() if ln[0] != "#"]
+    assert len(rows) == n
