@@ -200,3 +200,29 @@ def test_scotch_maps_single_package_nodes_and_shared_cores(tmp_path, n, topo, ex
     assert rep["algorithm"] == "scotch" and rep["cost"] <= rep["defaults"]["block"] * (1 + 1e-12)
     rows = [ln.split() for ln in (m / "binding.txt").read_text().splitlines() if ln[0] != "#"]
     assert len(rows) == n
+
+
+# --------------------------------------------------------------------------- where the slots went
+
+def test_too_few_slots_names_ranks_per_node(tmp_path):
+    """batch4 se4-ranks-per-node-too-few: '6 ranks but only 3 slots on 3 node(s); add nodes, or
+    use --oversubscribe' while the nodes had 12 cores: --ranks-per-node 1 was the cause."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-3]", "--node-topology", "pack:1 core:4",
+                  "--ranks-per-node", "1", "--out", tmp_path / "m")
+    one_error_line(res, "6 ranks but only 3 slots on 3 node(s); add nodes, or use --oversubscribe N to put N ranks "
+                        "on each core; --ranks-per-node 1 uses 1 of each node's cores (12 cores in all)")
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("n[1-", "SLURM_JOB_NODELIST='n[1-' (the allocation's nodes; --nodes overrides it): bad hostlist"),
+    ("n[1-2],n1", "SLURM_JOB_NODELIST: host n1 appears twice"),
+])
+def test_slurm_job_nodelist_errors_name_the_variable(tmp_path, value, fragment):
+    """batch4 se4-env-nodelist-garbage: 'bad hostlist expression' without saying that it came
+    from SLURM_JOB_NODELIST (no --nodes given)."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--node-topology", "pack:1 core:4", "--out", tmp_path / "m",
+                  env={"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": value})
+    one_error_line(res, fragment)
+    ok = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-3]", "--node-topology", "pack:1 core:4",
+                 "--out", tmp_path / "m", env={"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": value})
+    assert ok.returncode == 0, ok.stderr                  # --nodes given: the variable is not read
