@@ -183,7 +183,13 @@ def node_list(spec: str, option: str = "--nodes") -> list[str]:
     if spec is None or not str(spec).strip():
         raise UserError(f"{option} '{spec or ''}': empty node list (an unset shell variable?)")
     path = Path(spec[1:]) if spec.startswith("@") else Path(spec)
-    if spec.startswith("@") or (path.is_file() and "[" not in spec) or ("/" in spec and "[" not in spec):
+    try:
+        is_file = path.is_file()
+    except OSError as e:         # a name too long for a path (a host list of long names): not a file
+        if spec.startswith("@") or "/" in spec:
+            raise UserError(f"{option} {spec[:80]}: {e.strerror}") from None
+        is_file = False
+    if spec.startswith("@") or (is_file and "[" not in spec) or ("/" in spec and "[" not in spec):
         if path.is_dir():
             raise UserError(f"{option} {spec}: {path} is a directory, not a file of host names")
         if not path.exists():

@@ -743,6 +743,8 @@ def parse_spec(text: str) -> dict:
         k, eq, v = o.partition("=")
         if not eq or not v:
             raise UserError(f"--network {text!r}: expected key=value after the shape, not {o!r}")
+        if k.strip().lower() in keys:
+            raise UserError(f"--network {text!r}: {k.strip()}= given twice; give it once")
         keys[k.strip().lower()] = v.strip()
     allowed = {"torus": {"wrap"}, "mesh": set(), "tofu": set(), "fat-tree": {"oversub"},
                "dragonfly": {"global", "local", "routing"}}

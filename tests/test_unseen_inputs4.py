@@ -226,3 +226,29 @@ def test_slurm_job_nodelist_errors_name_the_variable(tmp_path, value, fragment):
     ok = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-3]", "--node-topology", "pack:1 core:4",
                  "--out", tmp_path / "m", env={"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": value})
     assert ok.returncode == 0, ok.stderr                  # --nodes given: the variable is not read
+
+
+def test_slurm_job_nodelist_is_the_default_node_list_as_documented(tmp_path):
+    """batch4 se4-env-nodelist-used: --nodes' help says 'default: $SLURM_JOB_NODELIST', but
+    without SLURM_JOB_ID it was 'no node list: pass --nodes'."""
+    m = tmp_path / "m"
+    res = run_cli("map", ring_csv(tmp_path, 6), "--node-topology", "pack:1 core:4", "--out", m, "--json",
+                  env={"SLURM_JOB_NODELIST": "n[1-3]", "SLURM_JOB_ID": None})
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["machine_nodes"] == 3
+
+
+def test_a_host_name_too_long_for_a_path_is_a_host_list_error(tmp_path):
+    """batch4 ho4-hostname-300: --nodes 'hhh...h[1-3]' (300 letters) ended in 'File name too
+    long' (the CLI asked whether the host list was a file)."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "h" * 300 + "[1-3]", "--node-topology", "pack:1 core:4",
+                  "--out", tmp_path / "m")
+    one_error_line(res, "is not a host name (letters, digits, '.', '_', '-')")
+    assert "--nodes" in res.stderr
+
+
+def test_a_network_key_given_twice_is_refused(tmp_path):
+    """batch4 nw4-fat-tree-dup-key: fat-tree:3x2:oversub=2:oversub=4 kept the last silently."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-6]", "--node-topology", "pack:1 core:1",
+                  "--network", "fat-tree:3x2:oversub=2:oversub=4", "--out", tmp_path / "m")
+    one_error_line(res, "oversub= given twice; give it once")

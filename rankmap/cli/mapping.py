@@ -31,7 +31,12 @@ def _input_files(mopts: dict) -> list:
     lc = mopts.get("level_costs")
     if lc and lc.startswith("@"):
         out.append(lc[1:])
-    return [x for x in out if x and (x.startswith("@") or Path(x.lstrip("@")).exists())]
+    def exists(x: str) -> bool:
+        try:
+            return Path(x).exists()
+        except OSError:          # a host list of names too long for a path: not a file
+            return False
+    return [x for x in out if x and (x.startswith("@") or exists(x))]
 
 
 def _network_speeds(source: str):
