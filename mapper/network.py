@@ -33,6 +33,9 @@ from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
 
+MAX_PARALLEL_LINKS = 4096      # a dragonfly's links per pair of groups (global=) or routers (local=)
+
+
 def parse_dims(text: str, what: str = "torus") -> tuple[int, ...]:
     if not isinstance(text, str):
         raise UserError(f"bad {what} dimensions {text!r}; expected text such as 3x3x4")
@@ -781,8 +784,9 @@ def parse_spec(text: str) -> dict:
                     out[k] = int(keys[k])
                 except ValueError:
                     out[k] = 0
-                if out[k] < 1:
-                    raise UserError(f"--network {text!r}: {k}= is a number of parallel links (>= 1)")
+                if out[k] < 1 or out[k] > MAX_PARALLEL_LINKS:
+                    raise UserError(f"--network {text!r}: {k}= is a number of parallel links, 1 to "
+                                    f"{MAX_PARALLEL_LINKS}")
         r = keys.get("routing", "minimal").lower()
         if r not in ("minimal", "valiant"):
             raise UserError(f"--network {text!r}: routing is minimal or valiant, not {r!r}")

@@ -252,3 +252,14 @@ def test_a_network_key_given_twice_is_refused(tmp_path):
     res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-6]", "--node-topology", "pack:1 core:1",
                   "--network", "fat-tree:3x2:oversub=2:oversub=4", "--out", tmp_path / "m")
     one_error_line(res, "oversub= given twice; give it once")
+
+
+def test_dragonfly_parallel_links_are_bounded(tmp_path):
+    """batch4 nw4-dragonfly-global-huge: global=2^70 links per pair of groups was taken (link
+    loads of 1e-18 bytes in the report)."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-6]", "--node-topology", "pack:1 core:1",
+                  "--network", f"dragonfly:3x2x1:global={2 ** 70}", "--out", tmp_path / "m")
+    one_error_line(res, "global= is a number of parallel links, 1 to 4096")
+    ok = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-6]", "--node-topology", "pack:1 core:1",
+                 "--network", "dragonfly:3x2x1:global=4:local=2", "--out", tmp_path / "m")
+    assert ok.returncode == 0, ok.stderr
