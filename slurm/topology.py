@@ -181,7 +181,13 @@ def parse(text: str, where: str) -> dict:
     """scontrol's answer or a topology.conf as a network description:
     {"kind": "switches" | "blocks", "label": ..., "paths": {host: [group, ...]}}."""
     recs = _records(text)
-    if any("switchname" in r for r in recs):
+    sw = next((r for r in recs if "switchname" in r), None)
+    bl = next((r for r in recs if "blockname" in r or "blocksizes" in r), None)
+    if sw is not None and bl is not None:
+        raise UserError(f"{_at(where, bl)}: BlockName=/BlockSizes= lines (topology/block) next to SwitchName= lines "
+                        f"(topology/tree, line {sw.get('__line__', '?')}): a topology.conf describes one plugin's "
+                        "network; keep the plugin's own lines")
+    if sw is not None:
         paths, what = _tree_paths([r for r in recs if "switchname" in r], where)
         kind, plugin = "switches", "topology/tree"
     elif any("blockname" in r or "aggregatedblock" in r or "blocksizes" in r for r in recs):
