@@ -42,10 +42,16 @@ def _records(text: str) -> list[dict]:
             k, eq, v = tok.partition("=")
             if eq:
                 rec[k.lower()] = v
+            elif rec:       # 'Nodes=n1, n2': a blank inside a value (Slurm's parser refuses it too)
+                raise _Stray(lineno, tok)
         if rec:
             rec["__line__"] = lineno
             out.append(rec)
     return out
+
+
+class _Stray(Exception):
+    """A word that is no Key=Value on a line of records (line number, the word)."""
 
 
 def _at(where: str, r: dict) -> str:
@@ -180,7 +186,12 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
 def parse(text: str, where: str) -> dict:
     """scontrol's answer or a topology.conf as a network description:
     {"kind": "switches" | "blocks", "label": ..., "paths": {host: [group, ...]}}."""
-    recs = _records(text)
+    try:
+        recs = _records(text)
+    except _Stray as e:
+        line, tok = e.args
+        raise UserError(f"{where}:{line}: {tok[:40]!r} is not Key=Value (a blank inside a value? write "
+                        "Nodes=n1,n2 or Nodes=n[1-2], without blanks)") from None
     sw = next((r for r in recs if "switchname" in r), None)
     bl = next((r for r in recs if "blockname" in r or "blocksizes" in r), None)
     if sw is not None and bl is not None:
@@ -222,5 +233,6 @@ def for_hosts(desc: dict, hosts: list[str]) -> dict:
     missing = [h for h in hosts if h not in desc["paths"]]
     if missing:
         raise UserError(f"{desc['label'].split(':')[0]}: host {missing[0]} is under no switch or block"
-                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                        + ": add it to a leaf's Nodes=, or leave it out of the node list")
     return dict(desc, paths={h: desc["paths"][h] for h in hosts})

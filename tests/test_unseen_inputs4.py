@@ -117,6 +117,8 @@ def test_topology_conf_continuation_lines_are_read(tmp_path):
     ("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[3-6]\n", ":2: node n3 is in blocks b1 and b2"),
     ("BlockName=b1 Nodes=n[1-3]\nBlockName=b1 Nodes=n[4-6]\n", ":2: block b1 is defined twice (first on line 1)"),
     ("BlockName= Nodes=n[1-6]\n", ":1: BlockName= names no block"),
+    # a blank inside a value: n2 was dropped, then 'host n2 is under no switch or block'
+    ("SwitchName=s0 Nodes=n1, n2\n", ":1: 'n2' is not Key=Value (a blank inside a value?"),
     # both plugins' lines: the blocks were ignored
     ("SwitchName=s0 Nodes=n[1-6]\nBlockName=b1 Nodes=n[1-6]\n", ":2: BlockName=/BlockSizes= lines (topology/block) "
      "next to SwitchName= lines (topology/tree, line 1)"),
