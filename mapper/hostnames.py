@@ -5,6 +5,7 @@ configuration, unlike `scontrol show hostnames`)."""
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from pathlib import Path
 
 import hostlist
@@ -97,9 +98,10 @@ def compress(hosts: list[str]) -> str:
     hosts = list(hosts)
     if not hosts:
         return ""
-    if not all(isinstance(h, str) for h in hosts):
+    try:
+        text = "\n".join(hosts)
+    except TypeError:                    # not all names are text: python-hostlist says so
         return hostlist.collect_hostlist(hosts)
-    text = "\n".join(hosts)
     if text.count("\n") != len(hosts) - 1 or _UNUSUAL.search(text):
         return hostlist.collect_hostlist(hosts)
     parts = _SPLIT_LINES.findall(text)
@@ -120,6 +122,12 @@ def _collect_once(parts, rights):
     part, split as (prefix, number, suffix), collected into ranges), group by group; None:
     a group it does not take."""
     groups: dict = {}
+    if len(parts) > 1000:                # the usual machine: one prefix and one suffix, names numbered
+        pre, suf, rig = set(map(itemgetter(0), parts)), set(map(itemgetter(2), parts)), set(rights)
+        nums = list(map(itemgetter(1), parts))
+        if len(pre) == 1 and len(suf) == 1 and len(rig) == 1 and "" not in nums:
+            groups[(pre.pop(), suf.pop() + rig.pop())] = nums
+            parts, rights = [], []
     for (prefix, num, suffix), right in zip(parts, rights):
         if not num:
             groups.setdefault((prefix + suffix + right, None), None)
