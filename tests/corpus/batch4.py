@@ -16,8 +16,9 @@ Run: .venv/bin/python tests/corpus/harness.py tests/corpus/batch4.py
 unclear error 38, refused valid 2, clear error 195, correct 126 (three expectations corrected
 after that run and their cases rerun on d234557: '*' is read as 'x' in shapes, --imbalance's
 units share cores, an empty --network; in the first run the fake mpirun was not on PATH, and
---parallel 100000 started the real `mpirun -np 100000`: a hang, killed). After: see the
-commit that records it."""
+--parallel 100000 started the real `mpirun -np 100000`: a hang, killed). After the fixes
+(tests/test_unseen_inputs4.py): clear error 241, correct 126, nothing else (topology.conf,
+network and dragonfly cases rerun after the last fixes to those readers)."""
 from __future__ import annotations
 
 import io
