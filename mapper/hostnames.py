@@ -5,9 +5,11 @@ configuration, unlike `scontrol show hostnames`)."""
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from pathlib import Path
 
 import hostlist
+import numpy as np
 
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
@@ -82,8 +84,101 @@ def expand(expr: str, where: str | None = None) -> list[str]:
     return hosts
 
 
+_SPLIT = re.compile(r"^(.*?)([0-9]*)([^0-9]*)$")
+_SPLIT_LINES = re.compile(r"^(.*?)([0-9]*)([^0-9\n]*)$", re.M)
+_UNUSUAL = re.compile(r"[^\S\n]|[\[\],]|^$", re.M)   # blanks, brackets, commas, an empty name
+_POW10 = np.array([10 ** k for k in range(19)], dtype=np.int64)
+
+
 def compress(hosts: list[str]) -> str:
-    return hostlist.collect_hostlist(hosts)
+    """The Slurm hostlist of `hosts`: exactly python-hostlist's collect_hostlist (the same
+    string), but each prefix/suffix group's runs are found with numpy: 10^5 hosts in about
+    0.1 s instead of 0.4-0.9 s. Unusual names (blanks, brackets, commas, an empty name,
+    numbers of more than 17 digits) go to python-hostlist itself."""
+    hosts = list(hosts)
+    if not hosts:
+        return ""
+    try:
+        text = "\n".join(hosts)
+    except TypeError:                    # not all names are text: python-hostlist says so
+        return hostlist.collect_hostlist(hosts)
+    if text.count("\n") != len(hosts) - 1 or _UNUSUAL.search(text):
+        return hostlist.collect_hostlist(hosts)
+    parts = _SPLIT_LINES.findall(text)
+    rights = [""] * len(parts)
+    while True:
+        out = _collect_once(parts, rights)
+        if out is None:
+            return hostlist.collect_hostlist(hosts)
+        lr, again = out
+        if not again:
+            return ",".join(left + right for left, right in lr)
+        parts = [_SPLIT.match(left).groups() for left, _ in lr]
+        rights = [right for _, right in lr]
+
+
+def _collect_once(parts, rights):
+    """One pass of python-hostlist's collect_hostlist_1 (the rightmost number of each left
+    part, split as (prefix, number, suffix), collected into ranges), group by group; None:
+    a group it does not take."""
+    groups: dict = {}
+    if len(parts) > 1000:                # the usual machine: one prefix and one suffix, names numbered
+        pre, suf, rig = set(map(itemgetter(0), parts)), set(map(itemgetter(2), parts)), set(rights)
+        nums = list(map(itemgetter(1), parts))
+        if len(pre) == 1 and len(suf) == 1 and len(rig) == 1 and "" not in nums:
+            groups[(pre.pop(), suf.pop() + rig.pop())] = nums
+            parts, rights = [], []
+    for (prefix, num, suffix), right in zip(parts, rights):
+        if not num:
+            groups.setdefault((prefix + suffix + right, None), None)
+        else:
+            groups.setdefault((prefix, suffix + right), []).append(num)
+    results, again = [], False
+    for key in sorted(groups, key=lambda k: (k[0], "" if k[1] is None else k[1], k[1] is not None)):
+        prefix, suffix = key
+        nums = groups[key]
+        if nums is None:
+            results.append(("", prefix))
+            continue
+        again = True
+        ranges = _ranges(nums)
+        if ranges is None:
+            return None
+        if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+            results.append((prefix, "%0*d%s" % (ranges[0][2], ranges[0][0], suffix)))
+        else:
+            results.append((prefix, "[" + ",".join(hostlist.format_range(lo, hi, w) for lo, hi, w in ranges)
+                            + "]" + suffix))
+    return results, again
+
+
+def _ranges(nums: list[str]):
+    """(low, high, width) runs of one group's number strings, as python-hostlist finds them:
+    in numeric order, a run goes on while the next number (formatted at the run's width)
+    is among the strings. Vectorized when the group's numbers are all unpadded or all of
+    one width; a mixed group is walked as python-hostlist walks it."""
+    widths = np.fromiter(map(len, nums), np.int64, len(nums))
+    if widths.max() > 17:          # value * 32 + width stays within int64
+        return None
+    vals = np.fromiter(map(int, nums), np.int64, len(nums))
+    key = np.unique(vals * 32 + widths)                   # sorted by value, then width; duplicates gone
+    v, w = key >> 5, key & 31
+    digits = np.maximum(np.searchsorted(_POW10, v, side="right"), 1)
+    if not ((w == digits).all() or (w == w[0]).all()):
+        remaining = {"%0*d" % (b, a) for a, b in zip(v.tolist(), w.tolist())}
+        out = []
+        for a, b in zip(v.tolist(), w.tolist()):
+            if "%0*d" % (b, a) not in remaining:
+                continue
+            n = a
+            while "%0*d" % (b, n) in remaining:
+                remaining.remove("%0*d" % (b, n))
+                n += 1
+            out.append((a, n - 1, b))
+        return out
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(v) != 1)))
+    ends = np.concatenate((starts[1:], [len(v)])) - 1
+    return list(zip(v[starts].tolist(), v[ends].tolist(), w[starts].tolist()))
 
 
 _FILE_LIKE = re.compile(r"(/|\.(txt|list|lst|hosts?|nodes?|nodelist|csv|json|conf|cfg)$)", re.IGNORECASE)
@@ -96,7 +191,13 @@ def node_list(spec: str, option: str = "--nodes") -> list[str]:
     if spec is None or not str(spec).strip():
         raise UserError(f"{option} '{spec or ''}': empty node list (an unset shell variable?)")
     path = Path(spec[1:]) if spec.startswith("@") else Path(spec)
-    if spec.startswith("@") or (path.is_file() and "[" not in spec) or ("/" in spec and "[" not in spec):
+    try:
+        is_file = path.is_file()
+    except OSError as e:         # a name too long for a path (a host list of long names): not a file
+        if spec.startswith("@") or "/" in spec:
+            raise UserError(f"{option} {spec[:80]}: {e.strerror}") from None
+        is_file = False
+    if spec.startswith("@") or (is_file and "[" not in spec) or ("/" in spec and "[" not in spec):
         if path.is_dir():
             raise UserError(f"{option} {spec}: {path} is a directory, not a file of host names")
         if not path.exists():

@@ -383,6 +383,19 @@ def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
     return np.array(vals)
 
 
+def _naming(flag: str, value, make):
+    """make() with its errors naming the option they are about (--network fat-tree:2x2: a
+    switch tree 2x2 holds 4 nodes, fewer than 6), unless they name it already.
+    A network from a machine description (a dict) is named by that description's reader."""
+    try:
+        return make()
+    except UserError as e:
+        msg = str(e)
+        if not isinstance(value, str) or flag in msg:
+            raise
+        raise UserError(f"{flag} {value}: {msg}") from None
+
+
 def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mesh: str | None = None,
           coords: str | None = None, switches: str | None = None, level_costs: str | None = None,
           ranks_per_node: int | None = None, oversubscribe: int = 1, hop_cost: str | None = None,
@@ -400,11 +413,12 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     spec_net = network
     network = None
     if spec_net:
-        network = from_spec(spec_net, hosts, coords)
+        network = _naming("--network", spec_net, lambda: from_spec(spec_net, hosts, coords))
     elif torus or mesh:
-        network = torus_from(torus or mesh, hosts, coords, mesh=bool(mesh))
+        network = _naming("--torus" if torus else "--mesh", torus or mesh,
+                          lambda: torus_from(torus or mesh, hosts, coords, mesh=bool(mesh)))
     elif switches:
-        network = switch_tree(switches, len(hosts))
+        network = _naming("--switch-tree", switches, lambda: switch_tree(switches, len(hosts)))
     oversubscribe = validate.integer(oversubscribe, "--oversubscribe", "ranks per core", 1,
                                      validate.MAX_OVERSUBSCRIBE, float_form=False)
 

@@ -74,14 +74,18 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
         res = solve.solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph=graph,
                           predictor=predictor)
     notes += res.notes
-    results = report.compare(traffic.bytes, machine, {"rankmap": res.slot_of_rank}, seed, traffic.placement)
+    results = report.compare(traffic.bytes, machine, {"rankmap": res.slot_of_rank}, seed, traffic.placement,
+                             by_node=True)
     rep = {
         "rankmap_version": VERSION,
         "traffic": {"source": str(traffic.source), "format": traffic.format, "ranks": traffic.size,
                     "bytes": float(traffic.offdiag().sum()), "pairs": int(graph.W.nnz // 2)},
         "machine": full.describe(),
         "mode": mode,
-        "nodes": machine.hosts,
+        # the nodes that hold the mapping's ranks (the whole machine is in "machine" as a hostlist,
+        # and in machine.json): report.json grows with the job, not with the machine
+        "nodes": report.nodes_used(machine, res.slot_of_rank),
+        "machine_nodes": full.nnodes,
         "algorithm": res.algorithm, "seed": seed, "chosen": res.chosen, "fell_back": res.fell_back,
         "objective": "cost = sum over rank pairs of bytes x accumulated level costs (TreeMatch SUM_COM; on a "
                      "torus the node level pays per hop)",
@@ -154,7 +158,7 @@ def _read_named(mappings, machine, n: int, named: dict) -> dict:
 def run_evaluate(traffic: Traffic, spec: dict, mappings, seed, plots_dir, console) -> dict:
     machine = mspec.build(spec)
     named = _read_named(mappings, machine, traffic.size, {})
-    results = report.compare(traffic.bytes, machine, named, seed, traffic.placement)
+    results = report.compare(traffic.bytes, machine, named, seed, traffic.placement, by_node=True)
     if plots_dir:
         _plots(Path(plots_dir), traffic, machine, named | {"block": np.arange(traffic.size, dtype=np.int64)},
                inputs=[traffic.source, *mappings])

@@ -15,7 +15,8 @@
                      the top switch of a tree, the dragonfly's links between groups);
                      only for networks that have them
 * internode_fraction sum of W over pairs on different nodes / sum of W
-* nic_volume         per node: bytes leaving + entering it
+* nic_volume         per node: bytes leaving + entering it (report.json: nic_volume_by_node,
+                     {host: bytes} over the nodes the mapping uses)
 Vectorized over the nonzeros of W, taken CHUNK at a time (memory: the matrix plus a fixed amount)."""
 from __future__ import annotations
 

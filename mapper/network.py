@@ -33,6 +33,9 @@ from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
 
+MAX_PARALLEL_LINKS = 4096      # a dragonfly's links per pair of groups (global=) or routers (local=)
+
+
 def parse_dims(text: str, what: str = "torus") -> tuple[int, ...]:
     if not isinstance(text, str):
         raise UserError(f"bad {what} dimensions {text!r}; expected text such as 3x3x4")
@@ -515,7 +518,7 @@ def torus_from(dims_text: str, hosts: list[str], coords_file: str | dict | None,
     else:
         if n > int(np.prod(dims)):
             raise UserError(f"{n} nodes do not fit a {'x'.join(map(str, dims))} {'mesh' if mesh else 'torus'} "
-                            f"(--{'mesh' if mesh else 'torus'})")
+                            f"({int(np.prod(dims))} positions): give a larger shape, or fewer nodes")
         idx = np.arange(n)
         coords = np.zeros((n, len(dims)), dtype=np.int64)
         for d, size in enumerate(dims):
@@ -728,6 +731,9 @@ def parse_spec(text: str) -> dict:
     kind, _, rest = raw.partition(":")
     kind = kind.lower()
     if kind == "slurm":
+        if ":" in raw and not rest.strip():
+            raise UserError(f"--network {text!r}: names no topology.conf; give --network slurm:FILE, or --network "
+                            "slurm to ask `scontrol show topology`")
         return {"kind": "slurm", "file": rest or None}
     if not rest:
         raise UserError(f"--network {text!r}: expected KIND:SHAPE, e.g. fat-tree:4x8, dragonfly:9x8x4, "
@@ -740,6 +746,8 @@ def parse_spec(text: str) -> dict:
         k, eq, v = o.partition("=")
         if not eq or not v:
             raise UserError(f"--network {text!r}: expected key=value after the shape, not {o!r}")
+        if k.strip().lower() in keys:
+            raise UserError(f"--network {text!r}: {k.strip()}= given twice; give it once")
         keys[k.strip().lower()] = v.strip()
     allowed = {"torus": {"wrap"}, "mesh": set(), "tofu": set(), "fat-tree": {"oversub"},
                "dragonfly": {"global", "local", "routing"}}
@@ -750,7 +758,10 @@ def parse_spec(text: str) -> dict:
     if bad:
         raise UserError(f"--network {text!r}: {kind} takes no {bad[0]!r}" +
                         (f" (options: {', '.join(sorted(allowed[kind]))})" if allowed[kind] else ""))
-    dims = parse_dims(shape, kind)
+    try:
+        dims = parse_dims(shape, kind)
+    except UserError as e:
+        raise UserError(f"--network {text!r}: {e}") from None
     out = {"kind": kind, "shape": "x".join(map(str, dims))}
     if kind == "torus" and "wrap" in keys:
         w = keys["wrap"]
@@ -773,8 +784,9 @@ def parse_spec(text: str) -> dict:
                     out[k] = int(keys[k])
                 except ValueError:
                     out[k] = 0
-                if out[k] < 1:
-                    raise UserError(f"--network {text!r}: {k}= is a number of parallel links (>= 1)")
+                if out[k] < 1 or out[k] > MAX_PARALLEL_LINKS:
+                    raise UserError(f"--network {text!r}: {k}= is a number of parallel links, 1 to "
+                                    f"{MAX_PARALLEL_LINKS}")
         r = keys.get("routing", "minimal").lower()
         if r not in ("minimal", "valiant"):
             raise UserError(f"--network {text!r}: routing is minimal or valiant, not {r!r}")
@@ -795,6 +807,9 @@ def from_spec(spec: dict | str, hosts: list[str], coords: dict | str | None = No
         wrap = tuple(c == "1" for c in spec["wrap"]) if spec.get("wrap") else None
         return torus_from(spec["shape"], hosts, coords, mesh=kind == "mesh", wrap=wrap)
     if kind in ("switches", "blocks"):
+        if coords:
+            raise UserError("--coords places nodes in a torus or mesh; Slurm's switches or blocks place them "
+                            "(--network slurm): drop --coords")
         return SwitchTree.from_paths(hosts, spec["paths"], prefix="block" if kind == "blocks" else "switch",
                                      label=spec.get("label", ""))
     pos = None

@@ -66,8 +66,11 @@ def _tleaf(machine: Machine) -> str | None:
         return None                                         # oversubscribed slots: not a plain tree
     if int(np.prod(arities)) != machine.nslots:
         return None
-    parts = " ".join(f"{a} {c:g}" for a, c in zip(arities, machine.level_costs))
-    return f"tleaf {len(arities)} {parts}\n"
+    # a level of one child (nodes of one package) is no level to Scotch (its archLoad refuses
+    # a tleaf arity of 1: 'cannot load architecture data'); two slots never part there
+    kept = [(a, c) for a, c in zip(arities, machine.level_costs) if a > 1] or [(1, machine.level_costs[-1])]
+    parts = " ".join(f"{a} {c:g}" for a, c in kept)
+    return f"tleaf {len(kept)} {parts}\n"
 
 
 def _deco(machine: Machine, work: Path) -> Path:
@@ -96,6 +99,15 @@ def _deco(machine: Machine, work: Path) -> Path:
             for i in range(len(heads)):
                 for j in range(i + 1, len(heads)):
                     link(heads[i], heads[j], float(costs[lv]))
+    # slots of one core (--oversubscribe, --imbalance): joined to the core's first slot at the
+    # least weight (sharing a core costs nothing); left out, they made the target graph
+    # disconnected and gmap failed ('archLoad: cannot load architecture data')
+    cores: dict = {}
+    for s in range(machine.nslots):
+        cores.setdefault(tuple(machine.lvl[s]), []).append(s)
+    for slots in cores.values():
+        for s in slots[1:]:
+            link(slots[0], s, 1.0)
     first = {n: int(s[0]) for n, s in enumerate(machine.slots_by_node())}
     net = machine.network
     cn = float(costs[machine.node_level])

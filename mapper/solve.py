@@ -89,6 +89,11 @@ def check_fits(n: int, machine: Machine, traffic: Traffic | None = None) -> None
             if M.indptr[1] == 0 and not (M.indices == 0).any():    # rank 0 silent: numbered from 1?
                 hint = (f"; rank 0 sends and receives nothing, so the traffic may number its ranks from 1: MPI "
                         f"ranks start at 0, renumber them (ranks 0..{n - 2})")
+        cores = sum(t.cores for t in machine.topos)
+        rpn = (machine.spec or {}).get("ranks_per_node")
+        if rpn and machine.nslots < cores * max(1, int((machine.spec or {}).get("oversubscribe") or 1)):
+            hint = (f"; --ranks-per-node {rpn} uses {rpn} of each node's cores ({cores} cores in all): raise it "
+                    f"or leave it out") + hint
         raise UserError(f"{n} ranks but only {machine.nslots} slots on {machine.nnodes} node(s); add nodes, "
                         f"or use --oversubscribe N to put N ranks on each core{hint}")
 

@@ -129,5 +129,5 @@ def write(out, traffic, machine, result, force: bool = False):
         raise ValueError("write() needs a machine made by rankmap.machine() (it records its description)")
     metrics.placement(result.slot_of_rank, machine, traffic.size)
     rep = {"cost": result.cost, "chosen": result.chosen, "notes": list(result.notes),
-           "metrics": report.compare(traffic.bytes, machine, {"rankmap": result.slot_of_rank})}
+           "metrics": report.compare(traffic.bytes, machine, {"rankmap": result.slot_of_rank}, by_node=True)}
     return writers.write_mapping(out, result.slot_of_rank, machine, rep, spec.frozen(machine.spec, machine), force)

@@ -40,10 +40,12 @@ def in_allocation() -> bool:
 
 
 def allocation_nodes() -> list[str]:
-    nl = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
-    if not nl:
-        raise UserError("not inside a Slurm allocation (no SLURM_JOB_NODELIST)")
-    return hostnames.expand(nl)
+    var = "SLURM_JOB_NODELIST" if os.environ.get("SLURM_JOB_NODELIST") else "SLURM_NODELIST"
+    nl = os.environ.get(var)
+    if not nl or not nl.strip():
+        raise UserError("not inside a Slurm allocation (no SLURM_JOB_NODELIST): pass --nodes")
+    return hostnames.no_duplicates(hostnames.expand(nl, f"{var}={nl[:80]!r} (the allocation's nodes; --nodes "
+                                                        "overrides it)"), var)
 
 
 def node_info(hosts: list[str]) -> dict[str, dict]:

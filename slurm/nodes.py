@@ -6,6 +6,8 @@ coords, switches, level_costs, hop_cost, ranks_per_node, oversubscribe, machine_
 the result is a complete machine description for rankmap.mapper.spec."""
 from __future__ import annotations
 
+import os
+
 from rankmap.mapper import hostnames, spec as mspec
 from rankmap.profiler.errors import UserError
 from rankmap.slurm import cluster
@@ -66,8 +68,8 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
         hosts = hostnames.node_list(opts["nodes"])
     elif default_hosts:
         hosts = list(default_hosts)
-    elif cluster.in_allocation():
-        hosts = cluster.allocation_nodes()
+    elif cluster.in_allocation() or os.environ.get("SLURM_JOB_NODELIST", "").strip():
+        hosts = cluster.allocation_nodes()     # --nodes' documented default, with or without SLURM_JOB_ID
     else:
         raise UserError("no node list: pass --nodes (a hostlist such as n[01-36], or a file), "
                         "or run inside a Slurm allocation" + why_not)

@@ -47,10 +47,19 @@ def command(nprocs: int, kind: str, graph: Path, out: Path, imbalance: float, se
     return cmd + args
 
 
-def runner(nprocs: int, kind: str = "auto", hostfile: str | None = None, console=None):
-    """The function rankmap.mapper.parallel.map_parallel calls to run the engine."""
+MAX_PROCESSES = 65536      # PT-Scotch processes of one --parallel job
+
+
+def runner(nprocs: int, kind: str = "auto", hostfile: str | None = None, console=None, ranks: int | None = None):
+    """The function rankmap.mapper.parallel.map_parallel calls to run the engine. ranks: the
+    traffic's ranks (the graph's vertices): a process with no vertex has nothing to cut."""
     if nprocs < 1:
-        raise UserError("--parallel needs at least one process")
+        raise UserError(f"--parallel {nprocs}: needs at least one process (e.g. --parallel 4)")
+    if nprocs > MAX_PROCESSES:
+        raise UserError(f"--parallel {nprocs}: rankmap starts at most {MAX_PROCESSES} processes")
+    if ranks is not None and nprocs > ranks:
+        raise UserError(f"--parallel {nprocs}: more processes than the traffic's {ranks} ranks; give at most "
+                        f"--parallel {ranks} (or map without --parallel: it is for 10^6-10^7 ranks)")
     kind = launcher(kind)
 
     def run(graph: Path, out: Path, imbalance: float, seed: int) -> str:

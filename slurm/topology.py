@@ -23,10 +23,18 @@ from rankmap.profiler.errors import UserError
 
 def _records(text: str) -> list[dict]:
     """Key=value records, one per line; keys are case-insensitive (Slurm's parser), # starts
-    a comment."""
+    a comment, a line ending in a backslash goes on on the next one (Slurm's config files).
+    Each record keeps the number of its (first) line as "__line__"."""
     out = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        lineno, line = i + 1, lines[i].split("#", 1)[0].rstrip()
+        i += 1
+        while line.endswith("\\") and i < len(lines):
+            line = line[:-1] + " " + lines[i].split("#", 1)[0].rstrip()
+            i += 1
+        line = line.rstrip("\\").strip()
         if not line:
             continue
         rec = {}
@@ -34,9 +42,21 @@ def _records(text: str) -> list[dict]:
             k, eq, v = tok.partition("=")
             if eq:
                 rec[k.lower()] = v
+            elif rec:       # 'Nodes=n1, n2': a blank inside a value (Slurm's parser refuses it too)
+                raise _Stray(lineno, tok)
         if rec:
+            rec["__line__"] = lineno
             out.append(rec)
     return out
+
+
+class _Stray(Exception):
+    """A word that is no Key=Value on a line of records (line number, the word)."""
+
+
+def _at(where: str, r: dict) -> str:
+    """FILE:LINE of a record (scontrol's answer has no file: its line number all the same)."""
+    return f"{where}:{r['__line__']}" if "__line__" in r else where
 
 
 def _expand(hostlist: str, where: str) -> list[str]:
@@ -52,15 +72,31 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
     sw = {}
     for r in recs:
         name = r["switchname"]
+        at = _at(where, r)
+        if not name:
+            raise UserError(f"{at}: SwitchName= names no switch (SwitchName=s1 Nodes=n[1-4], or Switches=s[1-2])")
         if name in sw:
-            raise UserError(f"{where}: switch {name} is defined twice")
-        sw[name] = {"nodes": set(_expand(r["nodes"], where)) if r.get("nodes") else set(),
-                    "children": _expand(r["switches"], where) if r.get("switches") else [],
-                    "level": int(r["level"]) if r.get("level", "").isdigit() else None}
+            raise UserError(f"{at}: switch {name} is defined twice (first on line {sw[name]['line']})")
+        sw[name] = {"nodes": set(_expand(r["nodes"], at)) if r.get("nodes") else set(),
+                    "children": _expand(r["switches"], at) if r.get("switches") else [],
+                    "level": int(r["level"]) if r.get("level", "").isdigit() else None,
+                    "line": r.get("__line__")}
+    leaf_of: dict = {}
+    for name, s in sw.items():                   # Slurm: a node sits under one leaf switch
+        if s["children"]:
+            continue
+        for h in s["nodes"]:
+            other = leaf_of.setdefault(h, name)
+            if other != name:
+                a, b = sorted((other, name), key=lambda n: sw[n]["line"] or 0)
+                raise UserError(f"{_at(where, {'__line__': sw[b]['line']} if sw[b]['line'] else {})}: node {h} is "
+                                f"under leaf switches {a} and {b}; a node hangs under one leaf switch (list it in "
+                                "one of them)")
     for name, s in sw.items():
         for c in s["children"]:
             if c not in sw:
-                raise UserError(f"{where}: switch {name} names an undefined child switch {c}")
+                raise UserError(f"{_at(where, {'__line__': s['line']} if s['line'] else {})}: switch {name} names "
+                                f"an undefined child switch {c}")
 
     def settle(name, seen=()):
         s = sw[name]
@@ -111,9 +147,24 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
                 paths.setdefault(h, []).append(name)
         nbase = sum(1 for r in blocks if "aggregatedblock" not in r)
         return paths, f"{nbase} block(s) and {len(blocks) - nbase} aggregate(s)"
-    base = [(r["blockname"], _expand(r["nodes"], where)) for r in blocks if r.get("nodes")]
+    seen: dict = {}
+    for r in blocks:
+        name = r.get("blockname", "")
+        if not name:
+            raise UserError(f"{_at(where, r)}: BlockName= names no block (BlockName=b1 Nodes=n[1-4])")
+        if name in seen:
+            raise UserError(f"{_at(where, r)}: block {name} is defined twice (first on line {seen[name]})")
+        seen[name] = r.get("__line__")
+    base = [(r["blockname"], _expand(r["nodes"], _at(where, r))) for r in blocks if r.get("nodes")]
     if not base:
         raise UserError(f"{where}: the blocks have no Nodes=")
+    block_of: dict = {}
+    for name, nodes in base:
+        for h in nodes:
+            other = block_of.setdefault(h, name)
+            if other != name:
+                raise UserError(f"{_at(where, {'__line__': seen[name]} if seen[name] else {})}: node {h} is in "
+                                f"blocks {other} and {name}; a node belongs to one base block")
     if sizes_text:
         try:
             sizes = [int(x) for x in sizes_text.split(",") if x.strip()]
@@ -135,8 +186,19 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
 def parse(text: str, where: str) -> dict:
     """scontrol's answer or a topology.conf as a network description:
     {"kind": "switches" | "blocks", "label": ..., "paths": {host: [group, ...]}}."""
-    recs = _records(text)
-    if any("switchname" in r for r in recs):
+    try:
+        recs = _records(text)
+    except _Stray as e:
+        line, tok = e.args
+        raise UserError(f"{where}:{line}: {tok[:40]!r} is not Key=Value (a blank inside a value? write "
+                        "Nodes=n1,n2 or Nodes=n[1-2], without blanks)") from None
+    sw = next((r for r in recs if "switchname" in r), None)
+    bl = next((r for r in recs if "blockname" in r or "blocksizes" in r), None)
+    if sw is not None and bl is not None:
+        raise UserError(f"{_at(where, bl)}: BlockName=/BlockSizes= lines (topology/block) next to SwitchName= lines "
+                        f"(topology/tree, line {sw.get('__line__', '?')}): a topology.conf describes one plugin's "
+                        "network; keep the plugin's own lines")
+    if sw is not None:
         paths, what = _tree_paths([r for r in recs if "switchname" in r], where)
         kind, plugin = "switches", "topology/tree"
     elif any("blockname" in r or "aggregatedblock" in r or "blocksizes" in r for r in recs):
@@ -171,5 +233,6 @@ def for_hosts(desc: dict, hosts: list[str]) -> dict:
     missing = [h for h in hosts if h not in desc["paths"]]
     if missing:
         raise UserError(f"{desc['label'].split(':')[0]}: host {missing[0]} is under no switch or block"
-                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                        + ": add it to a leaf's Nodes=, or leave it out of the node list")
     return dict(desc, paths={h: desc["paths"][h] for h in hosts})

@@ -31,7 +31,12 @@ def _input_files(mopts: dict) -> list:
     lc = mopts.get("level_costs")
     if lc and lc.startswith("@"):
         out.append(lc[1:])
-    return [x for x in out if x and (x.startswith("@") or Path(x.lstrip("@")).exists())]
+    def exists(x: str) -> bool:
+        try:
+            return Path(x).exists()
+        except OSError:          # a host list of names too long for a path: not a file
+            return False
+    return [x for x in out if x and (x.startswith("@") or exists(x))]
 
 
 def _network_speeds(source: str):
@@ -116,11 +121,11 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
         from rankmap.slurm.parallel import runner
         if mode != "same-allocation":
             raise UserError("--parallel maps onto the given nodes (--mode same-allocation)")
+        run = runner(parallel, parallel_launcher, console=None if as_json else console, ranks=traffic.size)
         parent = Path(out).absolute().parent
         parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{Path(out).name}.parallel-", dir=parent))
         try:
-            run = runner(parallel, parallel_launcher, console=None if as_json else console)
             rep = run_map(traffic, spec, parallel=(run, work), **kwargs)
         finally:
             shutil.rmtree(work, ignore_errors=True)

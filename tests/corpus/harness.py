@@ -115,8 +115,9 @@ def base_env() -> dict:
     return e
 
 
-def env_for(case: Case) -> dict:
-    return dict(base_env(), **case.env)
+def env_for(case: Case, W: Path | None = None, F: Path | None = None) -> dict:
+    """The case's environment; {W} and {F} in its values are filled (PATH={W}/bin:...)."""
+    return dict(base_env(), **{k: fill(v, W, F) if W is not None else v for k, v in case.env.items()})
 
 
 def run_case(case: Case, base: Path, F: Path) -> dict:
@@ -135,7 +136,7 @@ def run_case(case: Case, base: Path, F: Path) -> dict:
         before.update(snapshot(p))
     argv = RANKMAP + [fill(a, W, F) for a in case.argv]
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env_for(case), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(argv, cwd=cwd, env=env_for(case, W, F), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, stdin=subprocess.DEVNULL)
     try:
         out, err = proc.communicate(timeout=case.timeout)
