@@ -219,20 +219,13 @@ class Machine:
         return build(idx, self.node_level + 1, self.hosts[n])
 
     def _torus_split(self, nodes: np.ndarray, by_node: dict) -> TreeNode:
+        """Recursive bisection of the nodes' sub-torus, each time across its longest dimension
+        (first the longest, then the coordinates in order), as a tree whose subtrees are laid
+        out when first walked: the whole order is computed level by level in numpy (10^5
+        nodes: 2*10^5 recursive calls took 6-10 s, for a job that may use 10 of them)."""
         if len(nodes) == 1:
             return by_node[int(nodes[0])]
-        c = self.network.coords[nodes]
-        extent = c.max(axis=0) - c.min(axis=0)
-        d = int(np.argmax(extent))               # the longest dimension of this sub-torus
-        order = np.lexsort(tuple(c[:, k] for k in reversed(range(c.shape[1]))) + (c[:, d],))
-        nodes = nodes[order]
-        vals = c[order, d]
-        cut_value = vals.min() + (extent[d] + 1 + 1) // 2
-        cut = int(np.searchsorted(vals, cut_value))
-        if cut <= 0 or cut >= len(nodes):
-            cut = len(nodes) // 2
-        kids = [self._torus_split(nodes[:cut], by_node), self._torus_split(nodes[cut:], by_node)]
-        return TreeNode(np.concatenate([k.slots for k in kids]), kids, "torus")
+        return _TorusOrder(self.network.coords, nodes, by_node).node(0, len(nodes))
 
     def _switch_split(self, nodes: np.ndarray, by_node: dict, level: int) -> TreeNode:
         groups = self.network.groups
@@ -244,6 +237,68 @@ class Machine:
         if len(kids) == 1:
             return kids[0]
         return TreeNode(np.concatenate([k.slots for k in kids]), kids, f"switch{level}")
+
+
+class _TorusOrder:
+    """The node order of Machine._torus_split and the cut of every segment of it; subtrees
+    are made on demand (_TorusTree), their slots views of one array."""
+
+    def __init__(self, coords: np.ndarray, nodes: np.ndarray, by_node: dict):
+        perm = np.asarray(nodes, dtype=np.int64).copy()
+        nd = coords.shape[1]
+        self.cut = {}
+        lo, hi = np.array([0]), np.array([len(perm)])
+        while len(lo):
+            size = hi - lo
+            seg = np.repeat(np.arange(len(lo)), size)
+            rows = np.arange(len(seg)) - np.repeat(np.cumsum(size) - size, size) + np.repeat(lo, size)
+            c = coords[perm[rows]]
+            starts = np.cumsum(size) - size
+            mins, maxs = np.minimum.reduceat(c, starts), np.maximum.reduceat(c, starts)
+            extent = maxs - mins
+            d = np.argmax(extent, axis=1)              # the longest dimension of each sub-torus
+            cd = c[np.arange(len(seg)), d[seg]]
+            # per segment: that dimension first, then the coordinates in order (a stable sort)
+            o = np.lexsort(tuple(c[:, k] for k in reversed(range(nd))) + (cd, seg))
+            perm[rows] = perm[rows[o]]
+            vals = cd[o]
+            cut_value = mins[np.arange(len(lo)), d] + (extent[np.arange(len(lo)), d] + 2) // 2
+            cut = np.bincount(seg, weights=vals < cut_value[seg], minlength=len(lo)).astype(np.int64)
+            bad = (cut <= 0) | (cut >= size)
+            cut[bad] = size[bad] // 2
+            at = lo + cut
+            self.cut.update(zip(zip(lo.tolist(), hi.tolist()), at.tolist()))
+            nlo, nhi = np.concatenate([lo, at]), np.concatenate([at, hi])
+            keep = nhi - nlo >= 2
+            lo, hi = nlo[keep], nhi[keep]
+        self.perm, self.by_node = perm, by_node
+        parts = [by_node[n].slots for n in perm.tolist()]
+        self.slots = np.concatenate(parts)
+        self.off = np.concatenate([[0], np.cumsum(np.fromiter(map(len, parts), np.int64, len(parts)))])
+
+    def node(self, lo: int, hi: int) -> TreeNode:
+        return self.by_node[int(self.perm[lo])] if hi - lo == 1 else _TorusTree(self, lo, hi)
+
+
+class _TorusTree(TreeNode):
+    """A sub-torus of _TorusOrder's nodes lo..hi-1: its two halves made when first walked."""
+
+    def __init__(self, order: _TorusOrder, lo: int, hi: int):
+        self._order, self._lo, self._hi, self._kids = order, lo, hi, None
+        self.label = "torus"
+
+    @property
+    def slots(self) -> np.ndarray:
+        o = self._order
+        return o.slots[o.off[self._lo]:o.off[self._hi]]
+
+    @property
+    def children(self) -> list:
+        if self._kids is None:
+            o = self._order
+            at = o.cut[(self._lo, self._hi)]
+            self._kids = [o.node(self._lo, at), o.node(at, self._hi)]
+        return self._kids
 
 
 class _Layout:

@@ -485,6 +485,59 @@ def test_refine_renumbers_big_graphs_by_slot():
     assert c1 < prob.cost(start) and prob.cost(s1) == pytest.approx(c1, rel=1e-9)
 
 
+def _eager_torus_split(m, nodes, by_node):
+    """The recursive bisection Machine._torus_split did before it was laid out lazily."""
+    if len(nodes) == 1:
+        return by_node[int(nodes[0])]
+    c = m.network.coords[nodes]
+    extent = c.max(axis=0) - c.min(axis=0)
+    d = int(np.argmax(extent))
+    order = np.lexsort(tuple(c[:, k] for k in reversed(range(c.shape[1]))) + (c[:, d],))
+    nodes, vals = nodes[order], c[order, d]
+    cut = int(np.searchsorted(vals, vals.min() + (extent[d] + 2) // 2))
+    if cut <= 0 or cut >= len(nodes):
+        cut = len(nodes) // 2
+    kids = [_eager_torus_split(m, nodes[:cut], by_node), _eager_torus_split(m, nodes[cut:], by_node)]
+    return machine.TreeNode(np.concatenate([k.slots for k in kids]), kids, "torus")
+
+
+@pytest.mark.parametrize("shape,subset", [("torus=6x5x4", None), ("torus=7x3x5", "half"), ("mesh=9x7", None),
+                                          ("torus=4x3x2x5", "random"), ("torus=13", None)])
+def test_lazy_torus_tree_is_the_recursive_bisection(shape, subset):
+    """The torus tree computed level by level in numpy and laid out on demand is the
+    recursive bisection it replaced: the same subtrees, in the same order, with the same slots."""
+    key, dims = shape.split("=")
+    n = int(np.prod([int(x) for x in dims.split("x")]))
+    topo = [f"n[0-{n // 2 - 1}]=pack:2 core:2", f"n[{n // 2}-{n - 1}]=pack:1 core:3"]
+    m = machine.build([f"n{i}" for i in range(n)], topo, **{key: dims})
+    nodes = np.arange(n)
+    if subset == "half":
+        nodes = nodes[::2]
+    elif subset == "random":
+        nodes = np.sort(np.random.default_rng(2).choice(n, size=n // 3, replace=False))
+    lazy = m.tree(nodes)
+    by_node = {}
+
+    def leaves(t):
+        if not isinstance(t, machine._TorusTree) and t.label != "torus":
+            by_node[int(m.slot_node[t.slots[0]])] = t
+            return
+        for k in t.children:
+            leaves(k)
+    leaves(lazy)
+    eager = _eager_torus_split(m, nodes, by_node)
+
+    def same(a, b):
+        assert np.array_equal(a.slots, b.slots) and a.label == b.label
+        if a.label == "torus":
+            assert len(a.children) == len(b.children) == 2
+            for x, y in zip(a.children, b.children):
+                same(x, y)
+        else:
+            assert a is b
+    same(lazy, eager)
+
+
 def test_units_of_work_get_the_strong_portfolio_on_bigger_graphs():
     """Many vertices per core (the standard benchmark's --oversubscribe) is a graph partition:
     a 7.5*10^5-work graph keeps strong KaHIP and Mt-KaHyPar there, and METIS + eco KaHIP as
