@@ -185,6 +185,15 @@ def test_parallel_process_count_is_bounded_before_a_launch(tmp_path, monkeypatch
     assert not (tmp_path / "launched").exists() and not (tmp_path / "sub").exists()
 
 
+def test_parallel_launcher_without_parallel_is_refused(tmp_path):
+    """--parallel-launcher srun without --parallel was ignored silently: the user expected
+    an MPI job and got a one-process mapping."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-3]", "--node-topology", "pack:1 core:4",
+                  "--parallel-launcher", "srun", "--out", tmp_path / "m")
+    one_error_line(res, "--parallel-launcher srun: only with --parallel N")
+    assert not (tmp_path / "m").exists()
+
+
 # --------------------------------------------------------------------------- --algorithm scotch
 
 @pytest.mark.parametrize("n, topo, extra", [

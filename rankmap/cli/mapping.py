@@ -83,8 +83,8 @@ def _network_speeds(source: str):
 @click.option("--parallel", type=int, metavar="N",
               help="Compute the mapping on PT-Scotch as an MPI job of N processes (srun in an allocation, else "
               "mpirun): for 10^6-10^7 ranks. Its files go next to --out (a shared file system under Slurm).")
-@click.option("--parallel-launcher", type=click.Choice(["auto", "srun", "mpirun"]), default="auto",
-              show_default=True, help="How --parallel starts its MPI job.")
+@click.option("--parallel-launcher", type=click.Choice(["auto", "srun", "mpirun"]),
+              help="How --parallel starts its MPI job (default auto: srun in an allocation, else mpirun).")
 @click.option("--network-speeds", metavar="FILE|DIR",
               help="The network's speeds: a `rankmap probe` file or a `rankmap platform` directory. rankmap then "
               "makes its final choice among its candidate mappings (its own, block, cyclic, the input order) with "
@@ -97,6 +97,8 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
     from rankmap.mapper.mapping import run_map
     from rankmap.mapper.writers import mapping_target
     from rankmap.profiler.formats import read_traffic
+    if parallel_launcher is not None and parallel is None:
+        raise UserError(f"--parallel-launcher {parallel_launcher}: only with --parallel N (the mapping's own MPI job)")
     out = mapping_target(out, force, inputs=[matrix, *_input_files(mopts)])    # checked before any work
     net = _network_speeds(network_speeds) if network_speeds else None
     if net is not None and parallel is not None:
@@ -121,7 +123,7 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
         from rankmap.slurm.parallel import runner
         if mode != "same-allocation":
             raise UserError("--parallel maps onto the given nodes (--mode same-allocation)")
-        run = runner(parallel, parallel_launcher, console=None if as_json else console, ranks=traffic.size)
+        run = runner(parallel, parallel_launcher or "auto", console=None if as_json else console, ranks=traffic.size)
         parent = Path(out).absolute().parent
         parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{Path(out).name}.parallel-", dir=parent))
