@@ -12,6 +12,13 @@ from rankmap.profiler.formats import symmetric
 from rankmap.profiler.traffic import Traffic
 
 
+# A graph denser than this many partners per rank on average (miniAMR's all-to-all: 511 of
+# 512) is partitioned without its lightest edges, those carrying LIGHT_TAIL of the bytes in
+# all; the local search and every cost still read the whole graph
+DENSE_MEAN_DEGREE = 64
+LIGHT_TAIL = 1e-3
+
+
 @dataclass
 class Graph:
     W: sp.csr_matrix   # float64, symmetric, no self loops, sorted indices
@@ -33,6 +40,24 @@ class Graph:
         isolated = int((deg == 0).sum())
         ncomp, _ = connected_components(self.W, directed=False)
         return ncomp - isolated, isolated
+
+
+    def for_partitioning(self) -> "Graph":
+        """The graph the partitioners see: itself, or without a dense graph's light tail
+        (DENSE_MEAN_DEGREE, LIGHT_TAIL) when that tail is most of its edges. Symmetric: both
+        directions of a pair weigh the same and are dropped together."""
+        W = self.W
+        if W.nnz <= DENSE_MEAN_DEGREE * self.n:
+            return self
+        w = np.sort(W.data)
+        light = int(np.searchsorted(np.cumsum(w), LIGHT_TAIL * float(w.sum()), side="right"))
+        if light < W.nnz // 2:
+            return self
+        keep = W.data >= w[light]
+        rows = np.repeat(np.arange(self.n), np.diff(W.indptr))[keep]
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=self.n), out=indptr[1:])
+        return Graph(W=sp.csr_matrix((W.data[keep], W.indices[keep].astype(np.int64), indptr), shape=W.shape))
 
 
 def from_traffic(t: Traffic) -> Graph:

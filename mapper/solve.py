@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankmap.mapper import baselines, libmetis
-from rankmap.mapper.graph import Graph, from_traffic
+from rankmap.mapper.graph import LIGHT_TAIL, Graph, from_traffic
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.partition import hierarchical
 from rankmap.mapper.refine import Problem
@@ -123,6 +123,10 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         notes.append("the system's 32-bit METIS (Debian: libmetis5) is not installed: METIS through pymetis "
                      "takes about twice the memory on a graph this size")
     prob = Problem(graph, machine)
+    pgraph = graph.for_partitioning()           # dense traffic: without its light tail (graph.py)
+    if pgraph is not graph:
+        notes.append(f"the partitioners saw {pgraph.W.nnz // 2} of the {graph.W.nnz // 2} communicating pairs "
+                     f"(the rest carry {LIGHT_TAIL:.1%} of the bytes); the search and every cost use all")
     work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots)
     cap = 1e9 if time_limit is None else time_limit
     deadline = time.monotonic() + cap
@@ -145,7 +149,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         sd = seed + t
         if algorithm == "metis":
             light = t > 0 and tries is None and machine.nslots > TABU_SLOTS     # effort's extra starts only
-            return "metis", hierarchical(graph, machine, root, sd, fill, light=light,
+            return "metis", hierarchical(pgraph, machine, root, sd, fill, light=light,
                                          deadline=deadline if time_limit is not None else None), sd
         if algorithm == "scotch":
             from rankmap.mapper.scotch import scotch_map
@@ -173,7 +177,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         starts.append(make(t))
     if algorithm == "metis":
         from rankmap.mapper.partition import network_start
-        net = network_start(graph, machine, seed) if time.monotonic() < deadline else None
+        net = network_start(pgraph, machine, seed) if time.monotonic() < deadline else None
         if net is not None:
             starts.append(("network", net, seed))
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)

@@ -538,6 +538,33 @@ def test_lazy_torus_tree_is_the_recursive_bisection(shape, subset):
     same(lazy, eager)
 
 
+def test_dense_traffic_is_partitioned_without_its_light_tail():
+    """A dense graph whose lightest pairs carry almost nothing (miniAMR's all-to-all) is
+    partitioned without them (graph.LIGHT_TAIL of the bytes, pairs dropped whole); the
+    mapping's cost is still that of the whole traffic; a sparse graph is left alone."""
+    from rankmap.mapper.graph import LIGHT_TAIL
+    n = 96
+    rng = np.random.default_rng(4)
+    T = rng.random((n, n)) * 1e-3
+    T = T + T.T
+    for i in range(n):                        # a heavy ring over a light all-to-all
+        T[i, (i + 1) % n] = T[(i + 1) % n, i] = 1e4
+    np.fill_diagonal(T, 0)
+    g = from_traffic(Traffic(bytes=sp.csr_matrix(T), source="t", format="synthetic"))
+    p = g.for_partitioning()
+    assert p is not g and p.W.nnz < g.W.nnz // 2
+    assert abs(p.W - p.W.T).max() == 0                           # symmetric: pairs dropped whole
+    assert g.total() - p.total() <= LIGHT_TAIL * g.total()
+    assert p.W[0, 1] == g.W[0, 1] == p.W[1, 0] > 0                # the heavy ring kept
+    ring = from_traffic(Traffic(bytes=sp.csr_matrix(np.roll(np.eye(n), 1, axis=1) * 5.0), source="t",
+                                format="synthetic"))
+    assert ring.for_partitioning() is ring
+    m = machine.build([f"n{i}" for i in range(12)], ["pack:2 core:4"])
+    res = solve.solve(Traffic(bytes=sp.csr_matrix(T), source="t", format="synthetic"), m, seed=0)
+    assert any("partitioners saw" in x for x in res.notes)
+    assert res.cost == pytest.approx(Problem(g, m).cost(res.slot_of_rank), rel=1e-12)
+
+
 def test_units_of_work_get_the_strong_portfolio_on_bigger_graphs():
     """Many vertices per core (the standard benchmark's --oversubscribe) is a graph partition:
     a 7.5*10^5-work graph keeps strong KaHIP and Mt-KaHyPar there, and METIS + eco KaHIP as
