@@ -102,7 +102,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                                                          "block": np.arange(traffic.size, dtype=np.int64)},
                                 check=False)) if plots_on else None
     slots = res.slot_of_rank if sel is None else sel[res.slot_of_rank]      # slots of the whole machine
-    path = writers.write_mapping(target, slots, full, rep, mspec.frozen(spec, full), force, extra=extra)
+    path = writers.write_mapping(target, slots, full, rep, mspec.frozen(spec, full, compact=True), force, extra=extra)
     if console is not None:
         console.print(f"[bold]rankmap map[/bold] {traffic.size} ranks ({traffic.format}) onto {full.describe()}")
         for n in notes:

@@ -130,4 +130,4 @@ def write(out, traffic, machine, result, force: bool = False):
     metrics.placement(result.slot_of_rank, machine, traffic.size)
     rep = {"cost": result.cost, "chosen": result.chosen, "notes": list(result.notes),
            "metrics": report.compare(traffic.bytes, machine, {"rankmap": result.slot_of_rank}, by_node=True)}
-    return writers.write_mapping(out, result.slot_of_rank, machine, rep, spec.frozen(machine.spec, machine), force)
+    return writers.write_mapping(out, result.slot_of_rank, machine, rep, spec.frozen(machine.spec, machine, compact=True), force)

@@ -67,7 +67,7 @@ def run_probe(mopts: dict, out: str, mpi: str | None, reps: int, console: Consol
     with tempfile.TemporaryDirectory(prefix="rankmap-probe-") as tmp:
         mapping = Path(tmp) / "placement"
         slots = np.array([s for _, s in roles], dtype=np.int64)
-        writers.write_mapping(mapping, slots, m, {"probe": True}, mspec.frozen(spec, m))
+        writers.write_mapping(mapping, slots, m, {"probe": True}, mspec.frozen(spec, m, compact=True))
         if cluster.in_allocation() or os.environ.get("SLURM_CONF") or _has_slurm():
             plan = relaunch.srun_plan(mapping, [str(exe), str(reps)], ["-K", "-t", "5"], mpi=mpi)
         else:
