@@ -205,6 +205,9 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             candidates[k], kept[k] = prob.cost(v), v
     best = None
     before = None
+    # dense traffic: the starts descend on the graph without its light tail (each candidate
+    # move reads a rank's partners: 255 each on a dense 256-rank graph), the best then on all of it
+    sprob = prob if pgraph is graph else Problem(pgraph, machine)
     if search and n >= UNREFINED_ABOVE and len(starts) > 1:
         before = [prob.cost(s) for _, s, _ in starts]
     for i, (name, s, sd) in enumerate(starts):
@@ -212,7 +215,9 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             candidates[f"{name} (not refined)"] = before[i]
             continue
         if search:
-            s, c, cut = prob.refine(s, sd, 0, max(0.0, deadline - time.monotonic()))
+            s, c, cut = sprob.refine(s, sd, 0, max(0.0, deadline - time.monotonic()))
+            if sprob is not prob:
+                c = prob.cost(s)
             timed_out |= cut
             label = name if name.endswith("+refine") else f"{name}+refine"
         else:
@@ -223,6 +228,12 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             kept[key] = s
         if best is None or c < best[1] - 1e-12 * abs(best[1]):
             best = (key, c, s, sd)
+    if search and sprob is not prob:
+        s, c, cut = prob.refine(best[2], best[3], 0, max(0.0, deadline - time.monotonic()))
+        timed_out |= cut
+        if c < best[1]:
+            best = (best[0], c, s, best[3])
+            candidates[best[0]] = c
     if search and (work.tabu_iters or work.ils_rounds):
         left = max(0.0, deadline - time.monotonic())
         if work.tabu_iters:
