@@ -41,7 +41,6 @@ class Graph:
         ncomp, _ = connected_components(self.W, directed=False)
         return ncomp - isolated, isolated
 
-
     def for_partitioning(self) -> "Graph":
         """The graph the partitioners see: itself, or without a dense graph's light tail
         (DENSE_MEAN_DEGREE, LIGHT_TAIL) when that tail is most of its edges. Symmetric: both
