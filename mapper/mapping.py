@@ -123,7 +123,7 @@ def _predictor(traffic: Traffic, machine, network):
     if sched is None or sched.size != traffic.size or not network.core_speed:
         return lambda slot: predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
 
-    from rankmap.mapper.predict import run_estimate
+    from rankmap.mapper.predict import replay_epoch, run_estimate
 
     def run(slot):                        # and its compute: the run's time and its communication part
         r = run_estimate(sched, machine, slot, network)
@@ -131,7 +131,7 @@ def _predictor(traffic: Traffic, machine, network):
             return predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
         return r["run_seconds"], r["run_comm_seconds"]
     run.estimates = "run"
-    run.epoch = lambda: sched.__dict__.get("_epoch", 0)   # changes when the replay changes (predict.run_estimate)
+    run.epoch = lambda: replay_epoch(sched)     # changes when the replay changes (predict.run_estimate)
     return run
 
 

@@ -286,6 +286,12 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
 FLUID_BUDGET = 3e7    # critpath.run_time_fluid's work cap (about 2 s of CPU per mapping estimated)
 
 
+def replay_epoch(schedule) -> int:
+    """Changes when _replayed switches a schedule's replay: the mappings estimated before it
+    must be estimated again for their estimates to compare."""
+    return 0 if schedule is None else schedule.__dict__.get("_epoch", 0)
+
+
 def _replayed(schedule, pair, speed: float | None, key: str) -> tuple:
     """(seconds, how) of the trace replayed under `pair` with compute at `speed` (None: free):
     the flow replay (critpath.run_time_fluid), or, when that would cost more than

@@ -20,7 +20,7 @@ from pathlib import Path
 from rankmap.mapper import baselines, metrics, spec as mspec, writers
 from rankmap.slurm import platform as plat
 from rankmap.mapper.mapping import run_map
-from rankmap.mapper.predict import predict
+from rankmap.mapper.predict import predict, replay_epoch
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.formats import read_traffic
 from rankmap.slurm import smpi
@@ -124,7 +124,7 @@ def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[st
     sched = schedule_of(traffic)
     out.mkdir(parents=True, exist_ok=True)
     first = None
-    results = {}
+    results, slots = {}, {}
     for name, hosts in hosts_of.items():
         smpi.check_hosts(hosts, p, name)
         hf = smpi.write_hostfile(hosts, out / f"hostfile-{name}")
@@ -136,15 +136,25 @@ def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[st
         alone = smpi.replay(trace, p, platform_dir, hf, nranks, variant="platform-nocompute.xml")
         slot = writers.read_mapping(hf, full, nranks)
         mt = metrics.evaluate(traffic.bytes, full, slot)
-        pr = predict(traffic.bytes, traffic.msgs, full, slot, net, schedule=sched)
+        slots[name] = slot
         results[name] = Outcome(seconds=r.seconds, comm_seconds=max(0.0, r.seconds - first), wall=r.wall,
                                 hop_bytes=mt["net_hop_bytes"], max_link_load=mt["max_link_load"],
                                 internode_fraction=mt["internode_fraction"],
-                                extra={"predicted_comm_seconds": pr["seconds"], "predicted_limit": pr["limited_by"],
-                                       "comm_alone_seconds": alone.seconds, "ideal_seconds": first,
-                                       "predicted_bounds": pr["bounds"]})
+                                extra={"comm_alone_seconds": alone.seconds, "ideal_seconds": first})
         if advance:
             advance(name)
+    # predict picks its replay on the first placement and may switch on a costlier one (the
+    # schedule's epoch): the placements estimated before a switch are estimated again, so all
+    # of them are estimated alike
+    epoch_of: dict = {}
+    todo = list(slots)
+    while todo:
+        for name in todo:
+            pr = predict(traffic.bytes, traffic.msgs, full, slots[name], net, schedule=sched)
+            results[name].extra.update({"predicted_comm_seconds": pr["seconds"], "predicted_limit": pr["limited_by"],
+                                        "predicted_bounds": pr["bounds"]})
+            epoch_of[name] = replay_epoch(sched)
+        todo = [n for n, e in epoch_of.items() if e != replay_epoch(sched)]
     return results
 
 

@@ -210,3 +210,36 @@ def test_torus_ties_route_as_simgrid():
                   [("send", 0, 0, 10 ** 6)], [("send", 0, 0, 10 ** 6)]])
     # rank 0 on node 1, rank 1 on node 2, rank 2 on node 3: both messages cross 2 -> 1
     assert run_estimate(s, m, np.array([1, 2, 3]), net)["run_seconds"] == pytest.approx(2e-3)
+
+
+def test_compare_estimates_a_row_alike(tmp_path, monkeypatch):
+    """simulated.compare (the demo's and `rankmap simulate`'s replays of each placement):
+    predict chooses its replay on the first placement and may switch it on a later, costlier
+    one (the schedule's epoch); the placements estimated before the switch are estimated
+    again, so all of them are estimated alike. The replays are SimGrid's; predict's choice is
+    forced to switch on the second placement."""
+    import shutil
+    from conftest import require
+    from rankmap.slurm import platform as plat, simulated
+    require(bool(shutil.which("smpirun")), "SimGrid SMPI (libsimgrid-dev) not installed")
+    assert run_cli("platform", "desmos", "--out", tmp_path / "p").returncode == 0
+    p, pdir = plat.load(tmp_path / "p")
+    ring = [["compute 1000000", f"irecv {(r - 1) % 4} 0 1000 0", f"isend {(r + 1) % 4} 0 1000 0", "waitall 2"]
+            for r in range(4)]
+    (tmp_path / "t").mkdir()
+    idx = ti_trace(tmp_path / "t", ring)
+    calls = []
+
+    def forced(M, C, machine, slot, net, schedule=None):
+        calls.append(1)
+        how = schedule.__dict__.setdefault("_sharing_alone", "fluid")
+        if len(calls) == 2 and how == "fluid":
+            how = schedule.__dict__["_sharing_alone"] = "in turn"
+            schedule.__dict__["_epoch"] = schedule.__dict__.get("_epoch", 0) + 1
+        return {"seconds": 1.0 if how == "fluid" else 2.0, "limited_by": "links", "bounds": {}}
+    monkeypatch.setattr(simulated, "predict", forced)
+    res = simulated.compare(idx, p, pdir, {"block": ["n0", "n0", "n1", "n1"], "cyclic": ["n0", "n1", "n0", "n1"]},
+                            tmp_path / "out")
+    assert len(calls) == 3                                # block again, after cyclic switched the replay
+    assert {o.extra["predicted_comm_seconds"] for o in res.values()} == {2.0}
+    assert all(o.seconds > 0 for o in res.values())

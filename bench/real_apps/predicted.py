@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rankmap.mapper import spec as mspec, writers
 from rankmap.mapper.critpath import read_schedule
-from rankmap.mapper.predict import predict
+from rankmap.mapper.predict import predict, replay_epoch
 from rankmap.profiler.formats import read_traffic
 from rankmap.slurm import platform as plat
 
@@ -55,16 +55,12 @@ def refresh(work: Path, cases: list, machines, scales, say=print, run: bool = Tr
                         if not hf.is_file():
                             continue
                         done += _estimate(v, hf, full, traffic, net, schedule)
-                        epoch_of[name] = _epoch(schedule)
-                    todo = [n for n, e in epoch_of.items() if e != _epoch(schedule)]
+                        epoch_of[name] = replay_epoch(schedule)
+                    todo = [n for n, e in epoch_of.items() if e != replay_epoch(schedule)]
                     done -= len(todo)
                 f.write_text(json.dumps(res, indent=1) + "\n")
         say(f"  {case.name}: predict recomputed", flush=True)
     return done
-
-
-def _epoch(schedule) -> int:
-    return 0 if schedule is None else vars(schedule).get("_epoch", 0)
 
 
 def _estimate(v: dict, hf: Path, full, traffic, net, schedule) -> int:
