@@ -439,17 +439,22 @@ def test_subgraph_extraction_matches_scipy():
     assert sorted(zip(row[nin:].tolist(), col[nin:].tolist(), w[nin:].tolist())) == want
 
 
+def _random_graph(n: int, partners: int, max_bytes: int, seed: int):
+    """Each rank sends to `partners` random others, 1..max_bytes each; (graph, its rng)."""
+    rng = np.random.default_rng(seed)
+    r = np.repeat(np.arange(n), partners)
+    c = rng.integers(0, n, size=partners * n)
+    ok = r != c
+    A = sp.csr_matrix((rng.integers(1, max_bytes, size=ok.sum()).astype(float), (r[ok], c[ok])), shape=(n, n))
+    return from_traffic(Traffic(bytes=A, source="t", format="synthetic")), rng
+
+
 @pytest.mark.slow
 def test_refine_screened_pass_on_a_large_machine():
     """Above 5*10^4 ranks the C pass screens its swap candidates: the mapping stays a
     permutation of the slots, never costs more, and is the same for the same seed."""
     n = 60000
-    rng = np.random.default_rng(0)
-    r = np.repeat(np.arange(n), 4)
-    c = rng.integers(0, n, size=4 * n)
-    ok = r != c
-    A = sp.csr_matrix((rng.integers(1, 1000, size=ok.sum()).astype(float), (r[ok], c[ok])), shape=(n, n))
-    g = from_traffic(Traffic(bytes=A, source="t", format="synthetic"))
+    g, _ = _random_graph(n, 4, 1000, 0)
     m = machine.build([f"n{i}" for i in range(n // 32)], ["pack:2 core:16"], torus="15x5x25")
     prob = Problem(g, m)
     start = baselines.block(n, m)
@@ -467,12 +472,7 @@ def test_refine_renumbers_big_graphs_by_slot():
     original does, and the mapping comes back in the caller's numbering."""
     from rankmap.mapper.refine import _lib
     n = _lib().rm_block_order_above() + 1000
-    rng = np.random.default_rng(3)
-    r = np.repeat(np.arange(n), 3)
-    c = rng.integers(0, n, size=3 * n)
-    ok = r != c
-    A = sp.csr_matrix((rng.integers(1, 100, size=ok.sum()).astype(float), (r[ok], c[ok])), shape=(n, n))
-    g = from_traffic(Traffic(bytes=A, source="t", format="synthetic"))
+    g, rng = _random_graph(n, 3, 100, 3)
     m = machine.build([f"n{i}" for i in range(n // 32 + 2)], ["pack:2 core:16"], torus=f"{n // 32 + 2}")
     prob = Problem(g, m)
     start = rng.permutation(m.nslots)[:n]             # not in slot order, slots left over
