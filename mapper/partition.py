@@ -18,13 +18,24 @@ from rankmap.mapper import backends
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine, TreeNode
 from rankmap.mapper.network import Torus
-from rankmap.mapper.refine import subgraph
+from rankmap.mapper.refine import split_groups, subgraph
 
 
 STRUCTURED = 0.5      # METIS's cut below this share of a random split's: the graph has structure to find
 STRUCTURED_BIG = 0.1  # the same on big graphs (backends.PORTFOLIO_MAX_WORK): meshes 0.01-0.05, random 0.3+
 QAP_ITERATIONS = 3000   # tabu steps placing the parts on the nodes (O(nodes^2) each)
 QAP_MAX_NODES = 256     # the tabu search keeps a nodes x nodes table
+
+# Graphs above this many ranks do their small splits (at most SMALL_SPLIT ranks: inside a
+# node, or into two halves across nodes) a whole level at a time in C (refine.split_groups),
+# not one METIS call, capacity repair and orientation each (~0.7 ms of calls per split, 4.7*10^4
+# splits at 10^6 ranks). Below it every split keeps METIS (the 1k and 10k instances the
+# portfolio was tuned on), and so do units of work (their own portfolio rules). The C split
+# (greedy starts, then Fiduccia-Mattheyses) cuts as little as METIS up to 64 ranks (0.93-0.98
+# of METIS's cut on stencil and random subgraphs of 64), not beyond (256: 1.35-1.54): it has
+# no coarsening.
+BATCHED_SPLITS_ABOVE = 20_000
+SMALL_SPLIT = 64
 
 # A subtree whose ranks fill at least this share of its slots uses all its children: the
 # slack then lets the partitioner cut less, and an idle child gains nothing
@@ -272,10 +283,13 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     skewed = degree_skewed(graph)
     mark = np.full(machine.nnodes, -1, dtype=np.int64)
     verdict: dict = {}
+    batched = graph.n > BATCHED_SPLITS_ABOVE and not units
+    oriented = None                              # the machine as the C code reads it (batched splits)
     level = [(ranks, root)]
     depth = 0
     while level:
         nxt = []
+        batch: dict = {}          # number of parts -> [(rk, node, live, caps, where in nxt)]
         for rk, node in level:
             if settled(node, machine):
                 slot[rk] = node.slots[: len(rk)]   # equivalent slots: keep the order
@@ -286,8 +300,14 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             if len(live) == 1:
                 nxt.append((rk, node.children[live[0]]))
                 continue
-            sub = _Sub(csr, rk, pos)
             tl = [caps[i] for i in live]
+            if batched and len(rk) <= SMALL_SPLIT:
+                inside = machine.slot_node[node.slots[0]] == machine.slot_node[node.slots[-1]]
+                if inside or len(live) == 2:       # inside a node every part is as far from the rest
+                    batch.setdefault((len(live), not inside), []).append((rk, node, live, tl, len(nxt)))
+                    nxt.extend([None] * len(live))
+                    continue
+            sub = _Sub(csr, rk, pos)
             if sub.nnz == 0 or len(rk) <= len(live):
                 part = in_order(len(rk), tl)                       # nothing to gain: keep the order
             else:
@@ -301,6 +321,18 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 members = rk[part == j]
                 where[members] = child.slots[0]
                 nxt.append((members, child))
+        for (k, across), items in sorted(batch.items()):
+            if across and oriented is None:
+                from rankmap.mapper.refine import Problem
+                oriented = Problem(graph, machine)
+            gptr = np.cumsum([0] + [len(it[0]) for it in items])
+            heads = np.array([[node.children[i].slots[0] for i in live] for _, node, live, _, _ in items])
+            part = split_groups(*csr, np.concatenate([it[0] for it in items]), gptr, np.array([it[3] for it in items]),
+                                seed + 7919 * depth, pos, heads, where, oriented if across else None)
+            for (rk, node, live, _, at), lo, hi in zip(items, gptr[:-1], gptr[1:]):
+                p = part[lo:hi]
+                for j, i in enumerate(live):
+                    nxt[at + j] = (rk[p == j], node.children[i])
         level = nxt
         depth += 1
     return slot

@@ -52,6 +52,8 @@ def _lib():
     # plain addresses: the thousands of small splits of a big machine feel ctypes' casts
     V = C.c_void_p
     lib.rm_subgraph.argtypes = [V, V, V, V, C.c_int64, V, V, V, V, V]
+    lib.rm_split_groups.restype = C.c_int64
+    lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V]
     return lib
 
 
@@ -69,6 +71,30 @@ def subgraph(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rk: np.n
     nin = _lib().rm_subgraph(indptr.ctypes.data, indices.ctypes.data, data.ctypes.data, rk.ctypes.data, len(rk),
                              pos.ctypes.data, sub_indptr.ctypes.data, row.ctypes.data, col.ctypes.data, w.ctypes.data)
     return sub_indptr, row, col, w, int(nin)
+
+
+def split_groups(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, ranks: np.ndarray, gptr: np.ndarray,
+                 caps: np.ndarray, seed: int, pos: np.ndarray, heads: np.ndarray, where: np.ndarray,
+                 orient: "Problem | None" = None) -> np.ndarray:
+    """Many small splits in one C call (smallsplit.c): group g, ranks[gptr[g]:gptr[g+1]], into
+    caps.shape[1] parts of at most caps[g, j] ranks, the lowest cut found; part j goes to the
+    child whose first slot is heads[g, j], and where (a slot of each rank's subtree) becomes
+    it. orient (the machine's Problem): two parts of one size are given to the children the
+    way round that puts them nearer their partners outside (partition._orient). Arrays as
+    subgraph's. Returns each rank's part."""
+    ranks, gptr = np.ascontiguousarray(ranks, dtype=np.int64), np.ascontiguousarray(gptr, dtype=np.int64)
+    caps, heads = np.ascontiguousarray(caps, dtype=np.int64), np.ascontiguousarray(heads, dtype=np.int64)
+    if where.dtype != np.int64 or not where.flags.c_contiguous:
+        raise TypeError("internal error: refine.split_groups updates a contiguous int64 where")
+    part = np.empty(len(ranks), dtype=np.int64)
+    rc = _lib().rm_split_groups(indptr.ctypes.data, indices.ctypes.data, data.ctypes.data, ranks.ctypes.data,
+                                gptr.ctypes.data, len(gptr) - 1, caps.shape[1], caps.ctypes.data,
+                                int(seed) % 2 ** 64, pos.ctypes.data, part.ctypes.data,
+                                None if orient is None else C.addressof(orient.s), heads.ctypes.data,
+                                where.ctypes.data)
+    if rc != 0:
+        raise MemoryError("rankmap: out of memory in the small splits (smallsplit.c)")
+    return part
 
 
 def _p(a, t=P64):

@@ -57,6 +57,11 @@ static inline double dist(const rm_problem *p, int64_t a, int64_t b)
                      p->coords + b * p->ndims);
 }
 
+double rm_dist(const rm_problem *p, int64_t a, int64_t b)
+{
+    return dist(p, a, b);
+}
+
 /* sum of w_ik * D(s, slot[k]) over the neighbours k of v, except `skip` */
 static inline double vcost(const rm_problem *p, const int64_t *slot, int64_t v, int64_t s, int64_t skip)
 {

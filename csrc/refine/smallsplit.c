@@ -1,0 +1,324 @@
+/* rankmap mapper: many small splits in one call.
+ *
+ * The hierarchical partitioning of a big machine ends in thousands of splits of a few dozen
+ * ranks (a node's ranks into its packages: 31,250 of them at 10^6 ranks). Through METIS each
+ * costs about 0.3 ms of calls, copies and capacity repair for microseconds of work; here a
+ * whole level's such splits run in one call. Each group is split into k parts of at most
+ * caps[j] ranks, minimising the weight cut: greedy growing from a few seeds (sizes in
+ * proportion to the capacities, as partition.in_order), then a descent by single moves
+ * (into parts with room) and pair swaps. Small graphs, so every step is a plain scan. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "refine.h"
+
+#define STARTS 8     /* greedy starts per group: the lowest-index rank, then random ones */
+#define PASSES 16    /* descent passes at most (each a full scan; they stop when none gains) */
+
+static uint64_t mix(uint64_t x) /* splitmix64: a seed per group and start */
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* sizes in proportion to the capacities, the remainder to the largest fractions (ties: the
+ * lower part), exactly as partition.in_order */
+static void targets(int64_t m, int32_t k, const int64_t *caps, int64_t *size, double *frac)
+{
+    double tot = 0;
+    for (int32_t j = 0; j < k; j++)
+        tot += (double)caps[j];
+    int64_t left = m;
+    for (int32_t j = 0; j < k; j++) {
+        double share = (double)caps[j] * (double)m / tot;
+        size[j] = (int64_t)share;
+        frac[j] = share - (double)size[j];
+        left -= size[j];
+    }
+    for (; left > 0; left--) {
+        int32_t b = 0;
+        for (int32_t j = 1; j < k; j++)
+            if (frac[j] > frac[b])
+                b = j;
+        size[b]++;
+        frac[b] = -1.0;
+    }
+}
+
+typedef struct {
+    int64_t *ptr, *adj, *part, *best, *size, *cnt;
+    double *w, *conn, *frac, *mark;
+} scratch;
+
+/* greedy growing: part j (all but the last) takes the unassigned rank most attached to it,
+ * from a first rank `first`, until it holds size[j]; the last part takes the rest */
+static void grow(int64_t m, int32_t k, const scratch *s, int64_t first)
+{
+    int64_t *part = s->part;
+    double *g = s->mark; /* attachment to the part being grown */
+    for (int64_t v = 0; v < m; v++)
+        part[v] = -1;
+    for (int32_t j = 0; j < k - 1; j++) {
+        for (int64_t v = 0; v < m; v++)
+            g[v] = 0.0;
+        for (int64_t filled = 0; filled < s->size[j]; filled++) {
+            int64_t pick = -1;
+            if (filled == 0 && first >= 0 && part[first] < 0)
+                pick = first;
+            else
+                for (int64_t v = 0; v < m; v++) /* most attached; none attached: the lowest index */
+                    if (part[v] < 0 && (pick < 0 || g[v] > g[pick]))
+                        pick = v;
+            part[pick] = j;
+            for (int64_t e = s->ptr[pick]; e < s->ptr[pick + 1]; e++)
+                g[s->adj[e]] += s->w[e];
+        }
+    }
+    for (int64_t v = 0; v < m; v++)
+        if (part[v] < 0)
+            part[v] = k - 1;
+}
+
+static void move(const scratch *s, int32_t k, int64_t v, int64_t to)
+{
+    int64_t from = s->part[v];
+    for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++) {
+        s->conn[s->adj[e] * k + from] -= s->w[e];
+        s->conn[s->adj[e] * k + to] += s->w[e];
+    }
+    s->part[v] = to;
+    s->cnt[from]--, s->cnt[to]++;
+}
+
+/* descent: a rank moves to the part it gains most by, if that part has room, or else swaps
+ * with the rank of another part that gains most with it; returns the cut */
+static double descend(int64_t m, int32_t k, const int64_t *caps, const scratch *s)
+{
+    int64_t *part = s->part;
+    double *conn = s->conn, *wv = s->mark;
+    memset(conn, 0, sizeof(double) * (size_t)(m * k));
+    memset(s->cnt, 0, sizeof(int64_t) * (size_t)k);
+    for (int64_t v = 0; v < m; v++) {
+        s->cnt[part[v]]++;
+        for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++)
+            conn[v * k + part[s->adj[e]]] += s->w[e];
+    }
+    for (int64_t v = 0; v < m; v++)
+        wv[v] = 0.0;
+    for (int pass = 0; pass < PASSES; pass++) {
+        int improved = 0;
+        for (int64_t v = 0; v < m; v++) {
+            int64_t a = part[v];
+            double own = conn[v * k + a], bestg = 1e-12 * (own > 0 ? own : 1.0);
+            int64_t to = -1, with = -1;
+            for (int32_t q = 0; q < k; q++)
+                if (q != a && s->cnt[q] < caps[q] && conn[v * k + q] - own > bestg)
+                    bestg = conn[v * k + q] - own, to = q;
+            if (to < 0) {
+                for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++)
+                    wv[s->adj[e]] += s->w[e];
+                for (int64_t u = 0; u < m; u++) {
+                    int64_t q = part[u];
+                    if (q == a)
+                        continue;
+                    double gain = conn[v * k + q] - own + conn[u * k + a] - conn[u * k + q] - 2.0 * wv[u];
+                    if (gain > bestg)
+                        bestg = gain, with = u;
+                }
+                for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++)
+                    wv[s->adj[e]] = 0.0;
+            }
+            if (to >= 0) {
+                move(s, k, v, to);
+                improved = 1;
+            } else if (with >= 0) {
+                int64_t q = part[with];
+                move(s, k, v, q);
+                move(s, k, with, a);
+                improved = 1;
+            }
+        }
+        if (!improved)
+            break;
+    }
+    double cut = 0.0;
+    for (int64_t v = 0; v < m; v++)
+        for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++)
+            if (part[s->adj[e]] != part[v])
+                cut += s->w[e];
+    return cut / 2.0;
+}
+
+/* two parts of one size: swapped when the other way round puts their traffic leaving the
+ * group over shorter distances (partition._orient, for k = 2) */
+static void orient(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *rk, int64_t m,
+                   const int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, const int64_t *where)
+{
+    double c[2][2] = {{0, 0}, {0, 0}}; /* part j's outside traffic if it goes to child h */
+    for (int64_t q = 0; q < m; q++)
+        for (int64_t e = indptr[rk[q]]; e < indptr[rk[q] + 1]; e++)
+            if (pos[indices[e]] < 0) {
+                int64_t t = where[indices[e]];
+                c[part[q]][0] += data[e] * rm_dist(p, heads[0], t);
+                c[part[q]][1] += data[e] * rm_dist(p, heads[1], t);
+            }
+    double keep = c[0][0] + c[1][1], swap = c[0][1] + c[1][0];
+    if (swap < keep - 1e-12 * keep)
+        for (int64_t q = 0; q < m; q++)
+            part[q] = 1 - part[q];
+}
+
+/* Fiduccia-Mattheyses passes for two parts: the unlocked rank of highest gain moves (from
+ * the overfull part when one is over its capacity, else from either part into room of one
+ * over), even at a loss, and is locked; the pass then goes back to its best prefix within
+ * the capacities. Climbs out of the minima of descend's strict improvements (meshes). */
+static double fm2(int64_t m, const int64_t *caps, const scratch *s, double cut)
+{
+    int64_t *part = s->part, *seq = s->best + m; /* s->best holds 2m: the pass's moves after m */
+    double *gain = s->mark, *conn = s->conn;
+    uint8_t *lock = (uint8_t *)(s->cnt + 2);
+    for (int pass = 0; pass < PASSES; pass++) {
+        memset(lock, 0, (size_t)m);
+        for (int64_t v = 0; v < m; v++)
+            gain[v] = conn[v * 2 + 1 - part[v]] - conn[v * 2 + part[v]];
+        int64_t cnt[2] = {s->cnt[0], s->cnt[1]}, nseq = 0, best_at = 0;
+        double cur = cut, best = cut;
+        for (int64_t step = 0; step < m; step++) {
+            int from = -1;
+            if (cnt[0] > caps[0])
+                from = 0;
+            else if (cnt[1] > caps[1])
+                from = 1;
+            int64_t pick = -1;
+            for (int64_t v = 0; v < m; v++) {
+                if (lock[v] || (from >= 0 && part[v] != from) || (from < 0 && cnt[1 - part[v]] > caps[1 - part[v]]))
+                    continue;
+                if (pick < 0 || gain[v] > gain[pick])
+                    pick = v;
+            }
+            if (pick < 0)
+                break;
+            int64_t a = part[pick], b = 1 - a;
+            cur -= gain[pick];
+            lock[pick] = 1;
+            part[pick] = b, cnt[a]--, cnt[b]++;
+            for (int64_t e = s->ptr[pick]; e < s->ptr[pick + 1]; e++) {
+                int64_t u = s->adj[e];
+                conn[u * 2 + a] -= s->w[e], conn[u * 2 + b] += s->w[e];
+                gain[u] += (part[u] == a ? 2.0 : -2.0) * s->w[e];
+            }
+            seq[nseq++] = pick;
+            if (cnt[0] <= caps[0] && cnt[1] <= caps[1] && cur < best - 1e-12 * (best > 0 ? best : 1.0))
+                best = cur, best_at = nseq;
+        }
+        for (int64_t i = nseq - 1; i >= best_at; i--) { /* back to the best prefix */
+            int64_t v = seq[i], a = part[v], b = 1 - a;
+            part[v] = b, cnt[a]--, cnt[b]++;
+            for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++)
+                conn[s->adj[e] * 2 + a] -= s->w[e], conn[s->adj[e] * 2 + b] += s->w[e];
+        }
+        s->cnt[0] = cnt[0], s->cnt[1] = cnt[1];
+        if (best_at == 0)
+            break;
+        cut = best;
+    }
+    return cut;
+}
+
+/* the best of STARTS greedy starts, each descended */
+static void cut_groups(int64_t m, int32_t k, const int64_t *caps, const scratch *s, uint64_t seed, int64_t g,
+                       int64_t *out)
+{
+    double best = -1.0;
+    uint64_t r = mix(seed ^ mix((uint64_t)g));
+    for (int st = 0; st < STARTS; st++) {
+        int64_t first = 0;
+        if (st > 0) {
+            r = mix(r);
+            first = (int64_t)(r % (uint64_t)m);
+        }
+        grow(m, k, s, first);
+        double cut = descend(m, k, caps, s);
+        if (k == 2)
+            cut = fm2(m, caps, s, cut);
+        if (best < 0 || cut < best) {
+            best = cut;
+            memcpy(s->best, s->part, sizeof(int64_t) * (size_t)m);
+        }
+    }
+    memcpy(out, s->best, sizeof(int64_t) * (size_t)m);
+}
+
+/* ranks[gptr[g]..gptr[g+1]-1] is group g, split into k parts of at most caps[g*k + j] ranks;
+ * part (as long as ranks) gets each rank's part. pos: n entries of -1, left so. With p
+ * (and k = 2), orient; with where, each rank's entry becomes its part's head. Returns 0, or
+ * -1 when out of memory. */
+int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *ranks,
+                        const int64_t *gptr, int64_t ngroups, int32_t k, const int64_t *caps, uint64_t seed,
+                        int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, int64_t *where)
+{
+    int64_t mmax = 0, emax = 0;
+    for (int64_t g = 0; g < ngroups; g++) {
+        int64_t m = gptr[g + 1] - gptr[g], deg = 0;
+        for (int64_t q = gptr[g]; q < gptr[g + 1]; q++)
+            deg += indptr[ranks[q] + 1] - indptr[ranks[q]];
+        if (m > mmax)
+            mmax = m;
+        if (deg > emax)
+            emax = deg;
+    }
+    scratch s;
+    s.ptr = malloc(sizeof(int64_t) * (size_t)(mmax + 1));
+    s.adj = malloc(sizeof(int64_t) * (size_t)(emax + 1));
+    s.w = malloc(sizeof(double) * (size_t)(emax + 1));
+    s.part = malloc(sizeof(int64_t) * (size_t)(mmax + 1));
+    s.best = malloc(sizeof(int64_t) * (size_t)(2 * mmax + 1));
+    s.mark = malloc(sizeof(double) * (size_t)(mmax + 1));
+    s.conn = malloc(sizeof(double) * (size_t)((mmax + 1) * k));
+    s.size = malloc(sizeof(int64_t) * (size_t)k);
+    s.cnt = malloc(sizeof(int64_t) * (size_t)k + (size_t)mmax + 16); /* + fm2's locks */
+    s.frac = malloc(sizeof(double) * (size_t)k);
+    int64_t rc = 0;
+    if (!s.ptr || !s.adj || !s.w || !s.part || !s.best || !s.mark || !s.conn || !s.size || !s.cnt || !s.frac) {
+        rc = -1;
+        goto done;
+    }
+    for (int64_t g = 0; g < ngroups; g++) {
+        const int64_t *rk = ranks + gptr[g];
+        const int64_t *cp = caps + g * k;
+        int64_t m = gptr[g + 1] - gptr[g], ne = 0;
+        for (int64_t q = 0; q < m; q++)
+            pos[rk[q]] = q;
+        s.ptr[0] = 0;
+        for (int64_t q = 0; q < m; q++) {
+            for (int64_t e = indptr[rk[q]]; e < indptr[rk[q] + 1]; e++)
+                if (pos[indices[e]] >= 0)
+                    s.adj[ne] = pos[indices[e]], s.w[ne] = data[e], ne++;
+            s.ptr[q + 1] = ne;
+        }
+        targets(m, k, cp, s.size, s.frac);
+        int64_t *out = part + gptr[g];
+        if (ne == 0 || m <= k) { /* nothing to gain: in order (partition.in_order) */
+            int64_t v = 0;
+            for (int32_t j = 0; j < k; j++)
+                for (int64_t c = 0; c < s.size[j]; c++)
+                    out[v++] = j;
+        } else
+            cut_groups(m, k, cp, &s, seed, g, out);
+        if (p && k == 2 && cp[0] == cp[1])
+            orient(indptr, indices, data, rk, m, pos, out, p, heads + g * k, where);
+        for (int64_t q = 0; q < m; q++)
+            pos[rk[q]] = -1;
+        if (where)
+            for (int64_t q = 0; q < m; q++)
+                where[rk[q]] = heads[g * k + out[q]];
+    }
+done:
+
+    free(s.ptr), free(s.adj), free(s.w), free(s.part), free(s.best), free(s.mark), free(s.conn), free(s.size),
+        free(s.cnt), free(s.frac);
+    return rc;
+}
