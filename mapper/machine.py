@@ -52,6 +52,7 @@ class Machine:
     acc: np.ndarray              # acc[l]: cost of a pair first differing at level l (acc[L] = 0)
     hop_cost: float = 0.0        # torus: each link after the first (the first costs the node level)
     spec: dict | None = None     # the description it was built from (rankmap.mapper.spec), if any
+    hosts_from: str = ""         # where the node list came from when no option gave it (for messages)
 
     @property
     def nslots(self) -> int:

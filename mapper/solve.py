@@ -94,6 +94,8 @@ def check_fits(n: int, machine: Machine, traffic: Traffic | None = None) -> None
         if rpn and machine.nslots < cores * max(1, int((machine.spec or {}).get("oversubscribe") or 1)):
             hint = (f"; --ranks-per-node {rpn} uses {rpn} of each node's cores ({cores} cores in all): raise it "
                     f"or leave it out") + hint
+        if machine.hosts_from:
+            hint += f"; these are {machine.hosts_from}: --nodes names others"
         raise UserError(f"{n} ranks but only {machine.nslots} slots on {machine.nnodes} node(s); add nodes, "
                         f"or use --oversubscribe N to put N ranks on each core{hint}")
 

@@ -31,8 +31,10 @@ def make(hosts: list[str], node_topology: list[str], torus: str | None = None, m
 
 
 class Spec(dict):
-    """A machine description read from a file: errors while building it name the file."""
+    """A machine description read from a file (errors while building it name the file), or
+    whose node list came from elsewhere than an option (hosts_from: said when they are too few)."""
     origin: str | None = None
+    hosts_from: str = ""
 
 
 def load(path: str | Path) -> dict:
@@ -115,6 +117,7 @@ def build(spec: dict):
                               oversubscribe=spec.get("oversubscribe") or 1, hop_cost=spec.get("hop_cost"),
                               network=spec.get("network"))
     m.spec = dict(spec)
+    m.hosts_from = getattr(spec, "hosts_from", "")
     return m
 
 

@@ -64,12 +64,15 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
             return mspec.load(fallback)
         except UserError as e:          # said below if no option names the nodes either
             why_not = f" (the machine of {fallback} is unknown: {e})"
+    hosts_from = ""
     if opts.get("nodes"):
         hosts = hostnames.node_list(opts["nodes"])
     elif default_hosts:
         hosts = list(default_hosts)
     elif cluster.in_allocation() or os.environ.get("SLURM_JOB_NODELIST", "").strip():
         hosts = cluster.allocation_nodes()     # --nodes' documented default, with or without SLURM_JOB_ID
+        var = "SLURM_JOB_NODELIST" if os.environ.get("SLURM_JOB_NODELIST", "").strip() else "SLURM_NODELIST"
+        hosts_from = f"the allocation's nodes ({hostnames.compress(hosts)[:80]}, from ${var})"
     else:
         raise UserError("no node list: pass --nodes (a hostlist such as n[01-36], or a file), "
                         "or run inside a Slurm allocation" + why_not)
@@ -82,10 +85,13 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
     if not topos:
         raise UserError("no node topology: pass --node-topology (e.g. 'pack:2 core:6', an lstopo XML file, "
                         "or 'live')")
-    return mspec.make(hosts, topos, torus=opts.get("torus"), mesh=opts.get("mesh"), coords=opts.get("coords"),
-                      switch_tree=opts.get("switches"), level_costs=opts.get("level_costs"),
-                      hop_cost=opts.get("hop_cost"), ranks_per_node=opts.get("ranks_per_node"),
-                      oversubscribe=opts.get("oversubscribe") or 1, network=network_of(opts.get("network"), hosts))
+    spec = mspec.Spec(mspec.make(hosts, topos, torus=opts.get("torus"), mesh=opts.get("mesh"),
+                                 coords=opts.get("coords"), switch_tree=opts.get("switches"),
+                                 level_costs=opts.get("level_costs"), hop_cost=opts.get("hop_cost"),
+                                 ranks_per_node=opts.get("ranks_per_node"), oversubscribe=opts.get("oversubscribe") or 1,
+                                 network=network_of(opts.get("network"), hosts)))
+    spec.hosts_from = hosts_from
+    return spec
 
 
 def network_of(text: str | None, hosts: list[str]):

@@ -252,6 +252,16 @@ def test_slurm_job_nodelist_is_the_default_node_list_as_documented(tmp_path):
     assert json.loads(res.stdout)["machine_nodes"] == 3
 
 
+def test_too_few_slots_says_the_nodes_came_from_the_allocation(tmp_path):
+    """Too few slots on nodes nobody named (no --nodes: $SLURM_JOB_NODELIST's): the error says
+    where the nodes came from, and that --nodes names others."""
+    res = run_cli("map", ring_csv(tmp_path, 6), "--node-topology", "pack:1 core:2", "--out", tmp_path / "m",
+                  env={"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_ID": None})
+    one_error_line(res, "6 ranks but only 4 slots on 2 node(s); add nodes, or use --oversubscribe N to put N ranks "
+                        "on each core; these are the allocation's nodes (n[1-2], from $SLURM_JOB_NODELIST): "
+                        "--nodes names others")
+
+
 def test_a_host_name_too_long_for_a_path_is_a_host_list_error(tmp_path):
     """batch4 ho4-hostname-300: --nodes 'hhh...h[1-3]' (300 letters) ended in 'File name too
     long' (the CLI asked whether the host list was a file)."""
