@@ -171,56 +171,58 @@ static void orient(const int64_t *indptr, const int64_t *indices, const double *
             part[q] = 1 - part[q];
 }
 
-/* Fiduccia-Mattheyses passes for two parts: the unlocked rank of highest gain moves (from
- * the overfull part when one is over its capacity, else from either part into room of one
- * over), even at a loss, and is locked; the pass then goes back to its best prefix within
- * the capacities. Climbs out of the minima of descend's strict improvements (meshes). */
-static double fm2(int64_t m, const int64_t *caps, const scratch *s, double cut)
+/* Fiduccia-Mattheyses passes: the unlocked rank and part of highest gain move (out of the
+ * overfull part when one is over its capacity, into a part with room; else anywhere, to at
+ * most one over a capacity), even at a loss, and the rank is locked; the pass then goes back
+ * to its best prefix within the capacities. Climbs out of the minima of descend's strict
+ * improvements (meshes). */
+static double fm(int64_t m, int32_t k, const int64_t *caps, const scratch *s, double cut)
 {
-    int64_t *part = s->part, *seq = s->best + m; /* s->best holds 2m: the pass's moves after m */
-    double *gain = s->mark, *conn = s->conn;
-    uint8_t *lock = (uint8_t *)(s->cnt + 2);
+    int64_t *part = s->part, *seq = s->best + m, *was = s->best + 2 * m; /* s->best holds 3m */
+    double *conn = s->conn;
+    int64_t *cnt = s->cnt;
+    uint8_t *lock = (uint8_t *)(s->cnt + k);
+    if (m <= 0)
+        return cut;
     for (int pass = 0; pass < PASSES; pass++) {
         memset(lock, 0, (size_t)m);
-        for (int64_t v = 0; v < m; v++)
-            gain[v] = conn[v * 2 + 1 - part[v]] - conn[v * 2 + part[v]];
-        int64_t cnt[2] = {s->cnt[0], s->cnt[1]}, nseq = 0, best_at = 0;
+        int64_t nseq = 0, best_at = 0;
         double cur = cut, best = cut;
         for (int64_t step = 0; step < m; step++) {
-            int from = -1;
-            if (cnt[0] > caps[0])
-                from = 0;
-            else if (cnt[1] > caps[1])
-                from = 1;
+            int32_t from = -1;
+            for (int32_t q = 0; q < k; q++)
+                if (cnt[q] > caps[q])
+                    from = q;
             int64_t pick = -1;
+            int32_t to = -1;
+            double bestg = 0.0;
             for (int64_t v = 0; v < m; v++) {
-                if (lock[v] || (from >= 0 && part[v] != from) || (from < 0 && cnt[1 - part[v]] > caps[1 - part[v]]))
+                int32_t a = (int32_t)part[v];
+                if (lock[v] || (from >= 0 && a != from))
                     continue;
-                if (pick < 0 || gain[v] > gain[pick])
-                    pick = v;
+                for (int32_t q = 0; q < k; q++) {
+                    if (q == a || (from >= 0 ? cnt[q] >= caps[q] : cnt[q] > caps[q]))
+                        continue;
+                    double g = conn[v * k + q] - conn[v * k + a];
+                    if (pick < 0 || g > bestg)
+                        pick = v, to = q, bestg = g;
+                }
             }
             if (pick < 0)
                 break;
-            int64_t a = part[pick], b = 1 - a;
-            cur -= gain[pick];
+            int64_t a = part[pick];
+            cur -= bestg;
             lock[pick] = 1;
-            part[pick] = b, cnt[a]--, cnt[b]++;
-            for (int64_t e = s->ptr[pick]; e < s->ptr[pick + 1]; e++) {
-                int64_t u = s->adj[e];
-                conn[u * 2 + a] -= s->w[e], conn[u * 2 + b] += s->w[e];
-                gain[u] += (part[u] == a ? 2.0 : -2.0) * s->w[e];
-            }
-            seq[nseq++] = pick;
-            if (cnt[0] <= caps[0] && cnt[1] <= caps[1] && cur < best - 1e-12 * (best > 0 ? best : 1.0))
+            seq[nseq] = pick, was[nseq] = a, nseq++;
+            move(s, k, pick, to);
+            int over = 0;
+            for (int32_t q = 0; q < k; q++)
+                over |= cnt[q] > caps[q];
+            if (!over && cur < best - 1e-12 * (best > 0 ? best : 1.0))
                 best = cur, best_at = nseq;
         }
-        for (int64_t i = nseq - 1; i >= best_at; i--) { /* back to the best prefix */
-            int64_t v = seq[i], a = part[v], b = 1 - a;
-            part[v] = b, cnt[a]--, cnt[b]++;
-            for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++)
-                conn[s->adj[e] * 2 + a] -= s->w[e], conn[s->adj[e] * 2 + b] += s->w[e];
-        }
-        s->cnt[0] = cnt[0], s->cnt[1] = cnt[1];
+        for (int64_t i = nseq - 1; i >= best_at; i--) /* back to the best prefix */
+            move(s, k, seq[i], was[i]);
         if (best_at == 0)
             break;
         cut = best;
@@ -241,9 +243,7 @@ static void cut_groups(int64_t m, int32_t k, const int64_t *caps, const scratch 
             first = (int64_t)(r % (uint64_t)m);
         }
         grow(m, k, s, first);
-        double cut = descend(m, k, caps, s);
-        if (k == 2)
-            cut = fm2(m, caps, s, cut);
+        double cut = fm(m, k, caps, s, descend(m, k, caps, s));
         if (best < 0 || cut < best) {
             best = cut;
             memcpy(s->best, s->part, sizeof(int64_t) * (size_t)m);
@@ -275,11 +275,11 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
     s.adj = malloc(sizeof(int64_t) * (size_t)(emax + 1));
     s.w = malloc(sizeof(double) * (size_t)(emax + 1));
     s.part = malloc(sizeof(int64_t) * (size_t)(mmax + 1));
-    s.best = malloc(sizeof(int64_t) * (size_t)(2 * mmax + 1));
+    s.best = malloc(sizeof(int64_t) * (size_t)(3 * mmax + 1));
     s.mark = malloc(sizeof(double) * (size_t)(mmax + 1));
     s.conn = malloc(sizeof(double) * (size_t)((mmax + 1) * k));
     s.size = malloc(sizeof(int64_t) * (size_t)k);
-    s.cnt = malloc(sizeof(int64_t) * (size_t)k + (size_t)mmax + 16); /* + fm2's locks */
+    s.cnt = malloc(sizeof(int64_t) * (size_t)k + (size_t)mmax + 16); /* + fm's locks */
     s.frac = malloc(sizeof(double) * (size_t)k);
     int64_t rc = 0;
     if (!s.ptr || !s.adj || !s.w || !s.part || !s.best || !s.mark || !s.conn || !s.size || !s.cnt || !s.frac) {
