@@ -5,8 +5,11 @@
  * costs about 0.3 ms of calls, copies and capacity repair for microseconds of work; here a
  * whole level's such splits run in one call. Each group is split into k parts of at most
  * caps[j] ranks, minimising the weight cut: greedy growing from a few seeds (sizes in
- * proportion to the capacities, as partition.in_order), then a descent by single moves
- * (into parts with room) and pair swaps. Small graphs, so every step is a plain scan. */
+ * proportion to the capacities, as partition.in_order), a descent by single moves (into
+ * parts with room) and pair swaps, then Fiduccia-Mattheyses passes; two halves across nodes
+ * are then given to the children as partition._orient would. Small graphs (partition.py
+ * sends at most SMALL_SPLIT = 64 ranks: without coarsening, bigger ones are cut worse than
+ * METIS cuts them), so every step is a plain scan. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
