@@ -18,7 +18,7 @@ from rankmap.mapper import backends
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine, TreeNode
 from rankmap.mapper.network import Torus
-from rankmap.mapper.refine import split_groups, subgraph
+from rankmap.mapper.refine import Problem, split_groups, subgraph
 
 
 STRUCTURED = 0.5      # METIS's cut below this share of a random split's: the graph has structure to find
@@ -273,7 +273,9 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     The tree is processed breadth-first, so that when a subtree's ranks are split every
     other rank already sits in some subtree of the same depth; the parts are then given to
     the children (Hungarian method among children of equal capacity) so that each part
-    lands nearest the ranks it talks to outside (dual recursive bipartitioning)."""
+    lands nearest the ranks it talks to outside (dual recursive bipartitioning). On graphs
+    above BATCHED_SPLITS_ABOVE ranks a level's small splits run together in C, after its
+    others."""
     ranks = np.arange(graph.n) if ranks is None else ranks
     slot = np.full(graph.n, -1, dtype=np.int64)
     where = np.full(graph.n, root.slots[0], dtype=np.int64)   # a representative slot of each rank's subtree
@@ -289,7 +291,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     depth = 0
     while level:
         nxt = []
-        batch: dict = {}          # number of parts -> [(rk, node, live, caps, where in nxt)]
+        batch: dict = {}          # (parts, across nodes) -> [(rk, node, live, caps, place in nxt)]
         for rk, node in level:
             if settled(node, machine):
                 slot[rk] = node.slots[: len(rk)]   # equivalent slots: keep the order
@@ -323,7 +325,6 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 nxt.append((members, child))
         for (k, across), items in sorted(batch.items()):
             if across and oriented is None:
-                from rankmap.mapper.refine import Problem
                 oriented = Problem(graph, machine)
             gptr = np.cumsum([0] + [len(it[0]) for it in items])
             heads = np.array([[node.children[i].slots[0] for i in live] for _, node, live, _, _ in items])
@@ -344,7 +345,6 @@ def network_start(graph: Graph, machine: Machine, seed: int) -> np.ndarray | Non
     quadratic-assignment search on the network's own distances, then each node split down
     its internals. The alternative to bisecting the network where nodes are not all equally
     far apart (tori, meshes, switch trees, dragonflies); None where it does not apply."""
-    from rankmap.mapper.refine import Problem
     k = machine.nnodes
     if machine.network is None or not 3 <= k <= QAP_MAX_NODES:
         return None
