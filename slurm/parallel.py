@@ -79,10 +79,21 @@ def runner(nprocs: int, kind: str = "auto", hostfile: str | None = None, console
         except OSError as e:
             raise UserError(f"`{cmd[0]}` could not run: {e.strerror}") from None
         if res.returncode != 0:
-            msg = [ln.strip() for ln in (res.stderr + "\n" + res.stdout).splitlines()
-                   if any(c.isalpha() for c in ln)]
-            raise UserError(f"the parallel partitioner failed (exit {res.returncode}): "
-                            f"{' / '.join(msg[:2]) if msg else 'no output'}")
+            raise UserError(failure(res.returncode, res.stderr + "\n" + res.stdout))
         return next((ln for ln in res.stdout.splitlines() if ln.startswith("rankmap-ptpart:")), res.stdout.strip())
 
     return run
+
+
+def failure(code: int, output: str) -> str:
+    """The error for an engine that failed: its first lines, and what a kill by signal 9
+    most often is (random 10^7 ranks on one 24 GB host: each of 2 PT-Scotch processes
+    reached 9.9 GB, about 250 bytes per edge entry of its share, and one was killed)."""
+    msg = [ln.strip() for ln in output.splitlines() if any(c.isalpha() for c in ln)]
+    # mpirun's own account of a killed process first, not its "Primary job terminated normally"
+    msg.sort(key=lambda ln: "exited on signal" not in ln)
+    text = f"the parallel partitioner failed (exit {code}): {' / '.join(msg[:2]) if msg else 'no output'}"
+    if code in (137, -9) or "signal 9" in output:
+        text += ("; signal 9 is most often the kernel's out-of-memory killer: PT-Scotch needs about 250 bytes "
+                 "per edge entry of each process's share, so spread the processes over more nodes")
+    return text

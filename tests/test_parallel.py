@@ -96,6 +96,24 @@ def test_parallel_errors(stencil, tmp_path):
                            "--out", tmp_path / "x"), "at least one process")
 
 
+def test_an_engine_killed_by_signal_9_is_said_to_be_most_often_out_of_memory():
+    """Random 10^7 ranks with --parallel 2 on one 24 GB host: the kernel killed a PT-Scotch
+    process (9.9 GB each). What mpirun itself prints for a process killed that way (a real
+    mpirun, a process that sends itself SIGKILL) becomes an error that says so, the signal
+    line first, with the likely cause."""
+    import os
+    import shutil
+    from rankmap.slurm.parallel import failure
+    require(shutil.which("mpirun"), "mpirun (Open MPI) not installed")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    res = subprocess.run(["mpirun", "-np", "1", "sh", "-c", "kill -9 $$"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode != 0
+    text = failure(res.returncode, res.stderr + "\n" + res.stdout)
+    assert "exited on signal 9" in text.split(" / ")[0]
+    assert "out-of-memory killer" in text and "more nodes" in text
+
+
 @pytest.mark.slurm
 def test_parallel_srun_inside_an_allocation(slurm_cluster, stencil, tmp_path):
     """Inside salloc the engine runs as a Slurm job step (srun --mpi=pmix), one process per
