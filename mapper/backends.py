@@ -318,8 +318,9 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False
         if len(_PRESET) > 1000:
             _PRESET.clear()
         _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work, units)
-    if not mtkahypar_available() or n * len(caps) > MTKAHYPAR_MAX_MEMORY \
-            or graph_work > PORTFOLIO_MAX_WORK and not small:
+    # the size tests first: loading Mt-KaHyPar costs 0.3 s, for nothing on big graphs
+    if n * len(caps) > MTKAHYPAR_MAX_MEMORY or graph_work > PORTFOLIO_MAX_WORK and not small \
+            or not mtkahypar_available():
         return out
     if skewed and not units and SKEWED_MTKAHYPAR and "kahip" in out:     # (SKEWED_MTKAHYPAR's comment)
         out.remove("kahip")
