@@ -54,6 +54,8 @@ static void targets(int64_t m, int32_t k, const int64_t *caps, int64_t *size, do
 typedef struct {
     int64_t *ptr, *adj, *part, *best, *size, *cnt;
     double *w, *conn, *frac, *mark;
+    int64_t *ext_t, *ext_q; /* the edges leaving the group: where their far end sits, local row */
+    double *ext_w;
 } scratch;
 
 /* greedy growing: part j (all but the last) takes the unassigned rank most attached to it,
@@ -156,18 +158,16 @@ static double descend(int64_t m, int32_t k, const int64_t *caps, const scratch *
 }
 
 /* two parts of one size: swapped when the other way round puts their traffic leaving the
- * group over shorter distances (partition._orient, for k = 2) */
-static void orient(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *rk, int64_t m,
-                   const int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, const int64_t *where)
+ * group (its next edges, gathered while the group was read) over shorter distances
+ * (partition._orient, for k = 2) */
+static void orient(const scratch *s, int64_t next, int64_t *part, int64_t m, const rm_problem *p, const int64_t *heads)
 {
     double c[2][2] = {{0, 0}, {0, 0}}; /* part j's outside traffic if it goes to child h */
-    for (int64_t q = 0; q < m; q++)
-        for (int64_t e = indptr[rk[q]]; e < indptr[rk[q] + 1]; e++)
-            if (pos[indices[e]] < 0) {
-                int64_t t = where[indices[e]];
-                c[part[q]][0] += data[e] * rm_dist(p, heads[0], t);
-                c[part[q]][1] += data[e] * rm_dist(p, heads[1], t);
-            }
+    for (int64_t i = 0; i < next; i++) {
+        int64_t j = part[s->ext_q[i]], t = s->ext_t[i];
+        c[j][0] += s->ext_w[i] * rm_dist(p, heads[0], t);
+        c[j][1] += s->ext_w[i] * rm_dist(p, heads[1], t);
+    }
     double keep = c[0][0] + c[1][1], swap = c[0][1] + c[1][0];
     if (swap < keep - 1e-12 * keep)
         for (int64_t q = 0; q < m; q++)
@@ -284,8 +284,12 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
     s.size = malloc(sizeof(int64_t) * (size_t)k);
     s.cnt = malloc(sizeof(int64_t) * (size_t)k + (size_t)mmax + 16); /* + fm's locks */
     s.frac = malloc(sizeof(double) * (size_t)k);
+    s.ext_t = malloc(sizeof(int64_t) * (size_t)(emax + 1));
+    s.ext_q = malloc(sizeof(int64_t) * (size_t)(emax + 1));
+    s.ext_w = malloc(sizeof(double) * (size_t)(emax + 1));
     int64_t rc = 0;
-    if (!s.ptr || !s.adj || !s.w || !s.part || !s.best || !s.mark || !s.conn || !s.size || !s.cnt || !s.frac) {
+    if (!s.ptr || !s.adj || !s.w || !s.part || !s.best || !s.mark || !s.conn || !s.size || !s.cnt || !s.frac || !s.ext_t ||
+        !s.ext_q || !s.ext_w) {
         rc = -1;
         goto done;
     }
@@ -295,11 +299,17 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
         int64_t m = gptr[g + 1] - gptr[g], ne = 0;
         for (int64_t q = 0; q < m; q++)
             pos[rk[q]] = q;
+        int orienting = p && k == 2 && cp[0] == cp[1];
+        int64_t next = 0;
         s.ptr[0] = 0;
         for (int64_t q = 0; q < m; q++) {
-            for (int64_t e = indptr[rk[q]]; e < indptr[rk[q] + 1]; e++)
-                if (pos[indices[e]] >= 0)
-                    s.adj[ne] = pos[indices[e]], s.w[ne] = data[e], ne++;
+            for (int64_t e = indptr[rk[q]]; e < indptr[rk[q] + 1]; e++) {
+                int64_t c = indices[e], l = pos[c];
+                if (l >= 0)
+                    s.adj[ne] = l, s.w[ne] = data[e], ne++;
+                else if (orienting) /* gathered now, in one pass whose reads overlap */
+                    s.ext_t[next] = where[c], s.ext_q[next] = q, s.ext_w[next] = data[e], next++;
+            }
             s.ptr[q + 1] = ne;
         }
         targets(m, k, cp, s.size, s.frac);
@@ -311,8 +321,8 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
                     out[v++] = j;
         } else
             cut_groups(m, k, cp, &s, seed, g, out);
-        if (p && k == 2 && cp[0] == cp[1])
-            orient(indptr, indices, data, rk, m, pos, out, p, heads + g * k, where);
+        if (orienting)
+            orient(&s, next, out, m, p, heads + g * k);
         for (int64_t q = 0; q < m; q++)
             pos[rk[q]] = -1;
         if (where)
@@ -322,6 +332,6 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
 done:
 
     free(s.ptr), free(s.adj), free(s.w), free(s.part), free(s.best), free(s.mark), free(s.conn), free(s.size),
-        free(s.cnt), free(s.frac);
+        free(s.cnt), free(s.frac), free(s.ext_t), free(s.ext_q), free(s.ext_w);
     return rc;
 }
