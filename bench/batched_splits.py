@@ -7,6 +7,7 @@ search). Instances: names from bench/instances.py (10^5-rank ones: `mapper_ancho
 
     .venv/bin/python bench/batched_splits.py mesh/100k/torus/s1000 amr/100k/tree3/s1000
     .venv/bin/python bench/batched_splits.py --partition-only random:1000000
+    .venv/bin/python bench/batched_splits.py --above 5000 social/10k/torus/s1000     # a lower threshold
 """
 import argparse
 import sys
@@ -47,13 +48,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="+")
     ap.add_argument("--partition-only", action="store_true", help="only partition.hierarchical, not the whole solve")
+    ap.add_argument("--above", type=int, default=ON, help=f"batch above this many ranks when on (default {ON})")
     a = ap.parse_args()
     for name in a.names:
         W, m = load(name)
         t = Traffic(bytes=W, source="bench", format="synthetic")
         row = []
         for on in (False, True):
-            partition.BATCHED_SPLITS_ABOVE = ON if on else 10 ** 12
+            partition.BATCHED_SPLITS_ABOVE = a.above if on else 10 ** 12
             if a.partition_only:
                 g = from_traffic(t)
                 c0 = time.process_time()
