@@ -30,7 +30,8 @@ QAP_MAX_NODES = 256     # the tabu search keeps a nodes x nodes table
 # node, or into two halves across nodes) a whole level at a time in C (refine.split_groups),
 # not one METIS call, capacity repair and orientation each (~0.7 ms of calls per split, 4.7*10^4
 # splits at 10^6 ranks). Below it every split keeps METIS (the 1k and 10k instances the
-# portfolio was tuned on), and so do units of work (their own portfolio rules). The C split
+# portfolio was tuned on), and so do units of work (their own portfolio rules) and graphs of
+# skewed degrees (hierarchical: the local search did worse after them). The C split
 # (greedy starts, then Fiduccia-Mattheyses) cuts as little as METIS up to 64 ranks (0.93-0.98
 # of METIS's cut on stencil and random subgraphs of 64), not beyond (256: 1.35-1.54): it has
 # no coarsening.
@@ -285,7 +286,9 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     skewed = degree_skewed(graph)
     mark = np.full(machine.nnodes, -1, dtype=np.int64)
     verdict: dict = {}
-    batched = graph.n > BATCHED_SPLITS_ABOVE and not units
+    # not on skewed degrees: social/100k/tree3 cost 2.6 % more with the C splits (the local
+    # search gained less from them, though they cut less: 0.46 of METIS's in-node cut)
+    batched = graph.n > BATCHED_SPLITS_ABOVE and not units and not skewed
     oriented = None                              # the machine as the C code reads it (batched splits)
     level = [(ranks, root)]
     depth = 0
