@@ -243,3 +243,20 @@ def test_compare_estimates_a_row_alike(tmp_path, monkeypatch):
     assert len(calls) == 3                                # block again, after cyclic switched the replay
     assert {o.extra["predicted_comm_seconds"] for o in res.values()} == {2.0}
     assert all(o.seconds > 0 for o in res.values())
+
+
+def test_direct_exchange_carries_its_bytes():
+    """An alltoall of 1 MB per pair among 4 ranks, two per node, the nodes joined by one link
+    each way at 1 GB/s: 4 messages of 1 MB cross each direction (4 ms), a rank sends 3 MB in
+    turn at 1 GB/s (3 ms): the exchange ends at 4 ms, not at one message's 1 ms (NPB FT)."""
+    s = Schedule([[("coll", "alltoall", 0, 10 ** 6, 0.0)] for _ in range(4)])
+
+    def pair(i, j):
+        if i // 2 == j // 2:
+            return (0.0, 1e-9, ())
+        return (0.0, 1e-9, ((("l", i // 2), 1e-9),))
+    assert run_time(s, pair, None) == pytest.approx(4e-3)
+    assert run_time_fluid(s, pair, None) == pytest.approx(4e-3)
+    assert run_time(s, flat(0.0, 1e-9), None) == pytest.approx(3e-3)       # no shared resource: in turn
+    one = Schedule([[("coll", "alltoall", 0, 0, 0.0)] for _ in range(4)])
+    assert run_time(one, flat(1e-6, 1e-9), None) == pytest.approx(1e-6)     # no bytes: latency only

@@ -171,6 +171,18 @@ def test_trace_cleaning_keeps_every_message():
                    b"3 isend 1 5 8 0\n3 wait 3 1 5\n3 finalize\n")
 
 
+def test_waitany_becomes_a_wait_on_a_pending_request():
+    """SimGrid 3.32 cannot replay `waitAny COUNT` (miniAMR's halo exchange): each becomes a wait
+    on the oldest pending receive, or on the oldest pending send when no receive is pending;
+    one that finds nothing pending is dropped. Every send and receive stays."""
+    text = (b"2 irecv 0 11 1 1\n2 irecv 3 11 1 1\n2 isend 0 11 1 1\n2 isend 3 11 1 1\n"
+            b"2 waitAny 2\n2 compute 5\n2 waitAny 2\n2 waitAny 2\n2 waitAny 2\n2 waitAny 2\n2 finalize\n")
+    out, dropped, _ = capture._clean_rank(text)
+    assert dropped == 1
+    assert out == (b"2 irecv 0 11 1 1\n2 irecv 3 11 1 1\n2 isend 0 11 1 1\n2 isend 3 11 1 1\n"
+                   b"2 wait 0 2 11\n2 compute 5.0\n2 wait 3 2 11\n2 wait 2 0 11\n2 wait 2 3 11\n2 finalize\n")
+
+
 def test_anonymous_receives_get_their_senders():
     """miniFE posts MPI_ANY_SOURCE receives, recorded as -333 like MPI_PROC_NULL: the
     senders whose messages no named receive takes are given to them, and their waits."""

@@ -267,11 +267,20 @@ def _clean_rank(text: bytes, anon_src: list = ()) -> tuple[bytes, int, int]:
     emulated exactly (insertion keeps the first request of a key, as
     std::unordered_map::insert; actions with MPI_PROC_NULL are not in it).
 
+    waitAny: SimGrid 3.32 records MPI_Waitany as `waitAny COUNT` (the array's length, not
+    the request it completed) and its replay has no such action ("Replay Error: action waitAny
+    is unknown": miniAMR waits on its halo receives and sends with MPI_Waitany). Each becomes
+    a `wait` on one pending request: the oldest pending receive, or the oldest pending send
+    when no receive is pending (miniAMR waits on its receives first, then on its sends). Which
+    of the array's requests completed first is not in the trace: the replay waits for them in
+    the order they were posted. No message and no byte changes; a waitAny that finds no
+    pending request is dropped (counted with the waits).
+
     Compute: SMPI ends a compute burst at every MPI call, MPI_Wtime included, so a program
     that reads its timers often (miniFE: 100,000 bursts per rank) gives runs of `compute`
     actions with nothing between them; one action of their summed flops is the same work
     for the replay, at a fraction of its cost."""
-    pending: set = set()
+    pending: dict = {}    # the replay's map of pending requests, in posting order: key -> receive?
     out = []
     dropped = merged = 0
     flops = None          # the run of compute actions being summed
@@ -309,15 +318,23 @@ def _clean_rank(text: bytes, anon_src: list = ()) -> tuple[bytes, int, int]:
         elif act == b"wait" and len(rest) >= 3 and int(rest[0]) == NOBODY and waiting.get(int(rest[2])):
             rest[0] = str(waiting[int(rest[2])].pop(0)).encode()
             line = b" ".join([m.group(1), act] + rest)
+        if act == b"waitAny":
+            if not pending:
+                dropped += 1
+                continue
+            key = next((k for k, rcv in pending.items() if rcv), next(iter(pending)))
+            del pending[key]
+            out.append(b" ".join([m.group(1), b"wait"] + [str(x).encode() for x in key]))
+            continue
         if act in _NB_SEND and len(rest) >= 2 and int(rest[0]) != NOBODY:
-            pending.add((me, int(rest[0]), int(rest[1])))
+            pending.setdefault((me, int(rest[0]), int(rest[1])), False)
         elif act in (b"irecv", b"Irecv") and len(rest) >= 2 and int(rest[0]) != NOBODY:
-            pending.add((int(rest[0]), me, int(rest[1])))
+            pending.setdefault((int(rest[0]), me, int(rest[1])), True)
         elif act == b"wait" and len(rest) >= 3:
             if not pending:
                 dropped += 1
                 continue
-            pending.discard((int(rest[0]), int(rest[1]), int(rest[2])))
+            pending.pop((int(rest[0]), int(rest[1]), int(rest[2])), None)
         elif act == b"waitall":
             pending.clear()
         out.append(line)

@@ -217,7 +217,11 @@ TRACES = [
     minife(32, 96), minife(128, 128),
     cloverleaf(32, 960, 10), cloverleaf(128, 1920, 10),
     hpcg(32, 24), hpcg(128, 16),
-    miniamr(32, 10), miniamr(128, 10),
+    # miniAMR allocates --max_blocks on every rank at start (212 KB each with 20 variables) and
+    # all ranks share one process under SMPI: 4,000 x 32 ranks (27 GB) was killed for memory on
+    # a 24 GB machine. 500 is miniAMR's own default (3.4 GB at 32 ranks), 125 at 128 ranks the
+    # same 3.4 GB; the run stops with miniAMR's own error if a rank needs more.
+    miniamr(32, 10, max_blocks=500), miniamr(128, 10, max_blocks=125),
 ]
 
 
