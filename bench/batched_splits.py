@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 import instances as I                                  # noqa: E402
 import mapper_scaling as MS                            # noqa: E402
-from rankmap.mapper import baselines, machine, partition, solve  # noqa: E402
+from rankmap.mapper import baselines, partition, solve  # noqa: E402
 from rankmap.mapper.graph import from_traffic          # noqa: E402
 from rankmap.mapper.refine import Problem              # noqa: E402
 from rankmap.profiler.traffic import Traffic           # noqa: E402
@@ -34,9 +34,7 @@ def load(name: str):
         kind, p = name.split(":")
         p = int(p)
         W = MS.random_graph(p) if kind == "random" else MS.stencil(p)
-        nodes = -(-p // MS.CORES_PER_NODE)
-        return W, machine.build([f"n{i}" for i in range(nodes)], ["pack:2 core:16"],
-                                torus="x".join(map(str, MS.cube_dims(nodes))))
+        return W, MS.scaling_machine(p)[0]
     family, size = name.split("/")[:2]
     found = [i for i in I.instances(sizes=(size,), which="all", families=[family]) if i.name == name]
     if not found:

@@ -67,18 +67,26 @@ def random_graph(p: int, deg: int = 8, seed: int = 1):
     return sp.csr_matrix((w[ok], (r[ok], c[ok])), shape=(p, p))
 
 
+def scaling_machine(p: int):
+    """The benchmark's machine for p ranks: nodes of 2 x 16 cores on a near-cubic 3-D torus
+    just big enough. Returns (machine, torus dims)."""
+    sys.path.insert(0, str(ROOT))
+    from rankmap.mapper import machine
+    nodes = -(-p // CORES_PER_NODE)
+    dims = cube_dims(nodes)
+    return machine.build([f"n{i}" for i in range(nodes)], ["pack:2 core:16"], torus="x".join(map(str, dims))), dims
+
+
 def one(kind: str, p: int) -> dict:
     """Runs in the child process."""
     import resource
     import time
     sys.path.insert(0, str(ROOT))
-    from rankmap.mapper import machine, solve
+    from rankmap.mapper import solve
     from rankmap.profiler.traffic import Traffic
     M = stencil(p) if kind == "stencil" else random_graph(p)
-    nodes = -(-p // CORES_PER_NODE)
-    dims = cube_dims(nodes)
-    hosts = [f"n{i}" for i in range(nodes)]
-    m = machine.build(hosts, ["pack:2 core:16"], torus="x".join(map(str, dims)))
+    m, dims = scaling_machine(p)
+    nodes = m.nnodes
     t = Traffic(bytes=M, source=kind, format="synthetic")
     t0, c0 = time.monotonic(), time.process_time()
     res = solve.solve(t, m, seed=0)
