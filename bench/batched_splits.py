@@ -2,12 +2,14 @@
 numpy) and a level at a time in C (partition.BATCHED_SPLITS_ABOVE, refine.split_groups),
 on the same instance in one process, one after the other: the whole `solve` (CPU s, cost)
 and the partitioning alone (partition.hierarchical: CPU s, cost / block before the local
-search). Instances: names from bench/instances.py (10^5-rank ones: `mapper_anchors.py
+search). --metis: the small splits batched both times, the bigger splits METIS alone cuts
+one by one, then a level at a time in C (METIS called from there, libmetis.recursive_entry). Instances: names from bench/instances.py (10^5-rank ones: `mapper_anchors.py
 --list --sizes 100k --set all`), or random:N and stencil:N for bench/mapper_scaling.py's graphs.
 
     .venv/bin/python bench/batched_splits.py mesh/100k/torus/s1000 amr/100k/tree3/s1000
     .venv/bin/python bench/batched_splits.py --partition-only random:1000000
     .venv/bin/python bench/batched_splits.py --above 5000 social/10k/torus/s1000     # a lower threshold
+    .venv/bin/python bench/batched_splits.py --metis random:1000000
 """
 import argparse
 import sys
@@ -20,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import instances as I                                  # noqa: E402
 import mapper_scaling as MS                            # noqa: E402
-from rankmap.mapper import baselines, partition, solve  # noqa: E402
+from rankmap.mapper import baselines, libmetis, partition, solve  # noqa: E402
 from rankmap.mapper.graph import from_traffic          # noqa: E402
 from rankmap.mapper.refine import Problem              # noqa: E402
 from rankmap.profiler.traffic import Traffic           # noqa: E402
@@ -47,13 +49,21 @@ def main() -> int:
     ap.add_argument("names", nargs="+")
     ap.add_argument("--partition-only", action="store_true", help="only partition.hierarchical, not the whole solve")
     ap.add_argument("--above", type=int, default=ON, help=f"batch above this many ranks when on (default {ON})")
+    ap.add_argument("--metis", action="store_true",
+                    help="compare the METIS splits one by one / in C (the small splits batched both times)")
     a = ap.parse_args()
+    entry = libmetis.recursive_entry
+    if a.metis and not entry():
+        sys.exit("--metis needs the system's 32-bit METIS (Debian: libmetis5; setup.sh installs it)")
     for name in a.names:
         W, m = load(name)
         t = Traffic(bytes=W, source="bench", format="synthetic")
         row = []
         for on in (False, True):
-            partition.BATCHED_SPLITS_ABOVE = a.above if on else 10 ** 12
+            if a.metis:
+                libmetis.recursive_entry = entry if on else (lambda: None)
+            else:
+                partition.BATCHED_SPLITS_ABOVE = a.above if on else 10 ** 12
             if a.partition_only:
                 g = from_traffic(t)
                 c0 = time.process_time()

@@ -289,6 +289,13 @@ def root_mtkahypar(n: int, nnz: int, blocks: int) -> bool:
         and mtkahypar_available()
 
 
+def metis_alone(n: int, max_nnz: int, graph_work: int, units: bool = False) -> bool:
+    """Whether plan gives METIS alone to a split of n vertices and at most max_nnz edge
+    entries, whatever its capacities: on a graph beyond the portfolio's size, every split
+    below the top ones (partition.hierarchical then runs them in one C call)."""
+    return graph_work > PORTFOLIO_MAX_WORK and not _small(graph_work, units) and n + max_nnz < graph_work / TOP_SHARE
+
+
 def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False, skewed: bool = False) -> list[str]:
     """The partitioners a split of n vertices and nnz edge entries into these capacities
     affords: "metis" always; "kahip" (equal capacities; its preset recorded for kahip())

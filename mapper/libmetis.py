@@ -47,6 +47,15 @@ def _tiny_ok() -> bool:
     return part is not None and sorted(np.bincount(part, minlength=2).tolist()) == [1, 3]
 
 
+def recursive_entry() -> int | None:
+    """The address of METIS_PartGraphRecursive (32-bit indices), for C kernels that call it
+    themselves (refine.split_groups: a level's METIS bisections in one call); None where the
+    library is missing."""
+    if not available():
+        return None
+    return C.cast(_lib().METIS_PartGraphRecursive, C.c_void_p).value
+
+
 def part_recursive(indptr: np.ndarray, col: np.ndarray, weights: np.ndarray, tpwgts: list[float],
                    ufactor: int, seed: int, check: bool = True) -> np.ndarray | None:
     """METIS_PartGraphRecursive into len(tpwgts) blocks; weights: integers >= 1 whose sum

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from rankmap.mapper import backends
+from rankmap.mapper import backends, libmetis
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine, TreeNode
 from rankmap.mapper.network import Torus
@@ -34,7 +34,10 @@ QAP_MAX_NODES = 256     # the tabu search keeps a nodes x nodes table
 # skewed degrees (hierarchical: the local search did worse after them). The C split
 # (greedy starts, then Fiduccia-Mattheyses) cuts as little as METIS up to 64 ranks (0.93-0.98
 # of METIS's cut on stencil and random subgraphs of 64), not beyond (256: 1.35-1.54): it has
-# no coarsening.
+# no coarsening. The bigger splits across nodes that METIS alone would cut (backends.metis_alone:
+# below the top ones, on graphs beyond the portfolio's size) run a level at a time in C
+# too, METIS called from there (the system's 32-bit libmetis, where installed): the Python
+# around each call (subgraph arrays, capacity repair, orientation) cost twice METIS's time.
 BATCHED_SPLITS_ABOVE = 20_000
 SMALL_SPLIT = 64
 
@@ -275,8 +278,8 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     other rank already sits in some subtree of the same depth; the parts are then given to
     the children (Hungarian method among children of equal capacity) so that each part
     lands nearest the ranks it talks to outside (dual recursive bipartitioning). On graphs
-    above BATCHED_SPLITS_ABOVE ranks a level's small splits run together in C, after its
-    others."""
+    above BATCHED_SPLITS_ABOVE ranks a level's small splits, and on graphs beyond the
+    portfolio's size the splits METIS alone would cut, run together in C, after its others."""
     ranks = np.arange(graph.n) if ranks is None else ranks
     slot = np.full(graph.n, -1, dtype=np.int64)
     where = np.full(graph.n, root.slots[0], dtype=np.int64)   # a representative slot of each rank's subtree
@@ -289,6 +292,9 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     # not on skewed degrees: social/100k/tree3 cost 2.6 % more with the C splits (the local
     # search gained less from them, though they cut less: 0.46 of METIS's in-node cut)
     batched = graph.n > BATCHED_SPLITS_ABOVE and not units and not skewed
+    metis_entry = libmetis.recursive_entry() if batched else None
+    graph_work = graph.n + graph.W.nnz
+    degree = np.diff(csr[0])
     oriented = None                              # the machine as the C code reads it (batched splits)
     level = [(ranks, root)]
     depth = 0
@@ -306,10 +312,17 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 nxt.append((rk, node.children[live[0]]))
                 continue
             tl = [caps[i] for i in live]
-            if batched and len(rk) <= SMALL_SPLIT:
+            if batched:
                 inside = machine.slot_node[node.slots[0]] == machine.slot_node[node.slots[-1]]
-                if inside or len(live) == 2:       # inside a node every part is as far from the rest
-                    batch.setdefault((len(live), not inside), []).append((rk, node, live, tl, len(nxt)))
+                if len(rk) <= SMALL_SPLIT:
+                    how = "small"
+                elif metis_entry and not inside and len(live) == 2 \
+                        and backends.metis_alone(len(rk), int(degree[rk].sum()), graph_work, units):
+                    how = "metis"
+                else:
+                    how = None
+                if how and (inside or len(live) == 2):   # inside a node every part is as far from the rest
+                    batch.setdefault((how != "metis", len(live), not inside), []).append((rk, node, live, tl, len(nxt)))
                     nxt.extend([None] * len(live))
                     continue
             sub = _Sub(csr, rk, pos)
@@ -326,13 +339,14 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 members = rk[part == j]
                 where[members] = child.slots[0]
                 nxt.append((members, child))
-        for (k, across), items in sorted(batch.items()):
+        for (small, k, across), items in sorted(batch.items()):    # METIS's first, as they came
             if across and oriented is None:
                 oriented = Problem(graph, machine)
             gptr = np.cumsum([0] + [len(it[0]) for it in items])
             heads = np.array([[node.children[i].slots[0] for i in live] for _, node, live, _, _ in items])
             part = split_groups(*csr, np.concatenate([it[0] for it in items]), gptr, np.array([it[3] for it in items]),
-                                seed + 7919 * depth, pos, heads, where, oriented if across else None)
+                                seed + 7919 * depth, pos, heads, where, oriented if across else None,
+                                None if small else metis_entry)
             for (rk, node, live, _, at), lo, hi in zip(items, gptr[:-1], gptr[1:]):
                 p = part[lo:hi]
                 for j, i in enumerate(live):

@@ -53,7 +53,7 @@ def _lib():
     V = C.c_void_p
     lib.rm_subgraph.argtypes = [V, V, V, V, C.c_int64, V, V, V, V, V]
     lib.rm_split_groups.restype = C.c_int64
-    lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V]
+    lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V, V]
     return lib
 
 
@@ -75,13 +75,14 @@ def subgraph(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rk: np.n
 
 def split_groups(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, ranks: np.ndarray, gptr: np.ndarray,
                  caps: np.ndarray, seed: int, pos: np.ndarray, heads: np.ndarray, where: np.ndarray,
-                 orient: "Problem | None" = None) -> np.ndarray:
-    """Many small splits in one C call (smallsplit.c): group g, ranks[gptr[g]:gptr[g+1]], into
+                 orient: "Problem | None" = None, metis: int | None = None) -> np.ndarray:
+    """Many splits in one C call (smallsplit.c): group g, ranks[gptr[g]:gptr[g+1]], into
     caps.shape[1] parts of at most caps[g, j] ranks, the lowest cut found; part j goes to the
     child whose first slot is heads[g, j], and where (a slot of each rank's subtree) becomes
     it. orient (the machine's Problem): two parts of one size are given to the children the
-    way round that puts them nearer their partners outside (partition._orient). Arrays as
-    subgraph's. Returns each rank's part."""
+    way round that puts them nearer their partners outside (partition._orient). metis
+    (libmetis.recursive_entry(), two parts): each group is METIS's bisection instead, repaired
+    to the capacities as partition.repair does. Arrays as subgraph's. Returns each rank's part."""
     ranks, gptr = np.ascontiguousarray(ranks, dtype=np.int64), np.ascontiguousarray(gptr, dtype=np.int64)
     caps, heads = np.ascontiguousarray(caps, dtype=np.int64), np.ascontiguousarray(heads, dtype=np.int64)
     if where.dtype != np.int64 or not where.flags.c_contiguous:
@@ -91,9 +92,11 @@ def split_groups(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rank
                                 gptr.ctypes.data, len(gptr) - 1, caps.shape[1], caps.ctypes.data,
                                 int(seed) % 2 ** 64, pos.ctypes.data, part.ctypes.data,
                                 None if orient is None else C.addressof(orient.s), heads.ctypes.data,
-                                where.ctypes.data)
+                                where.ctypes.data, metis)
+    if rc == -2:
+        raise RuntimeError("internal error: METIS failed on a split (smallsplit.c)")
     if rc != 0:
-        raise MemoryError("rankmap: out of memory in the small splits (smallsplit.c)")
+        raise MemoryError("rankmap: out of memory in the batched splits (smallsplit.c)")
     return part
 
 

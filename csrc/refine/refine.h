@@ -56,13 +56,15 @@ int64_t rm_subgraph(const int64_t *indptr, const int64_t *indices, const double 
                     int64_t *pos, int64_t *sub_indptr, int64_t *row, int64_t *col, double *w);
 /* D between two slots (the cost's pair term) */
 double rm_dist(const rm_problem *p, int64_t a, int64_t b);
-/* many small splits at once (smallsplit.c): group g (ranks[gptr[g]..gptr[g+1]-1]) into k
- * parts of at most caps[g*k + j] ranks each, the lowest cut found; part: each rank's part.
- * With p, two parts of one size are given to the children (first slots heads[g*k + j]) the
- * way round that puts them nearer their partners outside the group (where: a slot in each
+/* many splits at once (smallsplit.c): group g (ranks[gptr[g]..gptr[g+1]-1]) into k parts
+ * of at most caps[g*k + j] ranks each, the lowest cut found (or METIS's, repaired: metis is
+ * then METIS_PartGraphRecursive of a 32-bit libmetis, k = 2); part: each rank's part. With
+ * p, two parts of one size are given to the children (first slots heads[g*k + j]) the way
+ * round that puts them nearer their partners outside the group (where: a slot in each
  * rank's subtree, updated to the heads) */
 int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *ranks,
                         const int64_t *gptr, int64_t ngroups, int32_t k, const int64_t *caps, uint64_t seed,
-                        int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, int64_t *where);
+                        int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, int64_t *where,
+                        const void *metis);
 
 #endif

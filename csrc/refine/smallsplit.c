@@ -1,4 +1,4 @@
-/* rankmap mapper: many small splits in one call.
+/* rankmap mapper: many splits in one call.
  *
  * The hierarchical partitioning of a big machine ends in thousands of splits of a few dozen
  * ranks (a node's ranks into its packages: 31,250 of them at 10^6 ranks). Through METIS each
@@ -9,9 +9,16 @@
  * parts with room) and pair swaps, then Fiduccia-Mattheyses passes; two halves across nodes
  * are then given to the children as partition._orient would. Small graphs (partition.py
  * sends at most SMALL_SPLIT = 64 ranks: without coarsening, bigger ones are cut worse than
- * METIS cuts them), so every step is a plain scan. */
+ * METIS cuts them), so every step is a plain scan.
+ *
+ * Given METIS's entry point (the system's 32-bit libmetis, found by mapper/libmetis.py: this
+ * library does not link it), the groups are bisected by METIS instead, each then repaired to
+ * the capacities as partition.repair does and oriented: the middle levels of a big machine
+ * (15,600 splits of 128+ ranks at 10^6 ranks), whose Python glue around each METIS call (the
+ * subgraph's arrays, the repair, the orientation in numpy) cost twice METIS's own time. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "refine.h"
@@ -56,7 +63,33 @@ typedef struct {
     double *w, *conn, *frac, *mark;
     int64_t *ext_t, *ext_q; /* the edges leaving the group: where their far end sits, local row */
     double *ext_w;
+    int64_t *tmark, *tlist; /* orient: the distinct far ends (tmark: one -1 per slot, left so) */
+    double *tw;             /* orient: each part's weight to each distinct far end */
+    int32_t *ip32, *adj32, *w32, *part32; /* METIS's copy of the group (32-bit indices) */
+    struct candidate *cand;                /* repair's moves */
 } scratch;
+
+typedef struct candidate {
+    double gain;
+    int64_t v;
+} candidate;
+
+static int by_gain(const void *x, const void *y) /* best gain first, ties by rank */
+{
+    const candidate *a = x, *b = y;
+    if (a->gain != b->gain)
+        return a->gain > b->gain ? -1 : 1;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+/* METIS_PartGraphRecursive with 32-bit idx_t and real_t (what mapper/libmetis.py checks) */
+typedef int (*metis_recursive)(int32_t *nvtxs, int32_t *ncon, int32_t *xadj, int32_t *adjncy, int32_t *vwgt,
+                               int32_t *vsize, int32_t *adjwgt, int32_t *nparts, float *tpwgts, float *ubvec,
+                               int32_t *options, int32_t *objval, int32_t *part);
+#define METIS_NOPTIONS 40
+#define METIS_OPTION_SEED 8
+#define METIS_OPTION_UFACTOR 16
+#define METIS_OK 1
 
 /* greedy growing: part j (all but the last) takes the unassigned rank most attached to it,
  * from a first rank `first`, until it holds size[j]; the last part takes the rest */
@@ -159,14 +192,28 @@ static double descend(int64_t m, int32_t k, const int64_t *caps, const scratch *
 
 /* two parts of one size: swapped when the other way round puts their traffic leaving the
  * group (its next edges, gathered while the group was read) over shorter distances
- * (partition._orient, for k = 2) */
+ * (partition._orient, for k = 2). The far ends are the representative slots of the level's
+ * subtrees, few and repeated: each distinct one's distances are computed once. */
 static void orient(const scratch *s, int64_t next, int64_t *part, int64_t m, const rm_problem *p, const int64_t *heads)
 {
-    double c[2][2] = {{0, 0}, {0, 0}}; /* part j's outside traffic if it goes to child h */
+    int64_t nt = 0;
     for (int64_t i = 0; i < next; i++) {
-        int64_t j = part[s->ext_q[i]], t = s->ext_t[i];
-        c[j][0] += s->ext_w[i] * rm_dist(p, heads[0], t);
-        c[j][1] += s->ext_w[i] * rm_dist(p, heads[1], t);
+        int64_t t = s->ext_t[i], at = s->tmark[t];
+        if (at < 0) {
+            at = s->tmark[t] = nt;
+            s->tlist[nt] = t;
+            s->tw[2 * nt] = s->tw[2 * nt + 1] = 0.0;
+            nt++;
+        }
+        s->tw[2 * at + part[s->ext_q[i]]] += s->ext_w[i];
+    }
+    double c[2][2] = {{0, 0}, {0, 0}}; /* part j's outside traffic if it goes to child h */
+    for (int64_t i = 0; i < nt; i++) {
+        int64_t t = s->tlist[i];
+        double d0 = rm_dist(p, heads[0], t), d1 = rm_dist(p, heads[1], t);
+        c[0][0] += s->tw[2 * i] * d0, c[0][1] += s->tw[2 * i] * d1;
+        c[1][0] += s->tw[2 * i + 1] * d0, c[1][1] += s->tw[2 * i + 1] * d1;
+        s->tmark[t] = -1;
     }
     double keep = c[0][0] + c[1][1], swap = c[0][1] + c[1][0];
     if (swap < keep - 1e-12 * keep)
@@ -255,14 +302,97 @@ static void cut_groups(int64_t m, int32_t k, const int64_t *caps, const scratch 
     memcpy(out, s->best, sizeof(int64_t) * (size_t)m);
 }
 
+/* part sizes within the capacities after METIS (k = 2), as partition.repair: ranks of the
+ * overfull part attached to the other move there best gain first (gain: weight to it minus
+ * weight to their own part; ties by rank), then, if still over, the least attached ones */
+static void repair2(int64_t m, const int64_t *caps, const scratch *s, int64_t *out)
+{
+    int64_t cnt[2] = {0, 0};
+    if (m <= 0)
+        return;
+    for (int64_t v = 0; v < m; v++)
+        cnt[out[v]]++;
+    int a = cnt[0] > caps[0] ? 0 : cnt[1] > caps[1] ? 1 : -1;
+    if (a < 0)
+        return;
+    int64_t excess = cnt[a] - caps[a], nc = 0;
+    double *own = s->mark;
+    for (int64_t v = 0; v < m; v++) {
+        double in = 0.0, to = 0.0;
+        for (int64_t e = s->ptr[v]; e < s->ptr[v + 1]; e++)
+            if (out[s->adj[e]] == out[v])
+                in += s->w[e];
+            else
+                to += s->w[e];
+        own[v] = in;
+        if (out[v] == a && to > 0.0)
+            s->cand[nc].gain = to - in, s->cand[nc++].v = v;
+    }
+    qsort(s->cand, (size_t)nc, sizeof(candidate), by_gain);
+    uint8_t *moved = (uint8_t *)s->part32; /* free here: METIS's answer was copied to out */
+    memset(moved, 0, (size_t)m);
+    for (int64_t i = 0; i < nc && excess > 0; i++) {
+        out[s->cand[i].v] = 1 - a;
+        moved[s->cand[i].v] = 1;
+        excess--;
+    }
+    while (excess > 0) { /* the least attached of the rest, lowest rank first on ties */
+        int64_t pick = -1;
+        for (int64_t v = 0; v < m; v++)
+            if (out[v] == a && !moved[v] && (pick < 0 || own[v] < own[pick]))
+                pick = v;
+        if (pick < 0)
+            break;
+        out[pick] = 1 - a;
+        moved[pick] = 1;
+        excess--;
+    }
+}
+
+/* METIS's recursive bisection of the group (read into s) in proportion to the capacities,
+ * with the imbalance the capacities leave room for (backends.metis); -1 when METIS fails */
+static int bisect_metis(int64_t m, int64_t ne, const int64_t *caps, const scratch *s, metis_recursive metis,
+                        uint64_t seed, int64_t *out)
+{
+    double tot = 0.0, tw = (double)caps[0] + (double)caps[1];
+    for (int64_t e = 0; e < ne; e++)
+        tot += s->w[e];
+    double scale = tot > 1073741824.0 ? 1073741824.0 / tot : 1.0; /* integer weights summing below 2^30 */
+    for (int64_t q = 0; q <= m; q++)
+        s->ip32[q] = (int32_t)s->ptr[q];
+    for (int64_t e = 0; e < ne; e++) {
+        double x = nearbyint(s->w[e] * scale);
+        s->adj32[e] = (int32_t)s->adj[e];
+        s->w32[e] = x < 1.0 ? 1 : (int32_t)x;
+    }
+    int64_t uf = (int64_t)(1000.0 * (tw / (double)m - 1.0));
+    int32_t opts[METIS_NOPTIONS], n32 = (int32_t)m, ncon = 1, nparts = 2, obj = 0;
+    for (int i = 0; i < METIS_NOPTIONS; i++)
+        opts[i] = -1;
+    opts[METIS_OPTION_SEED] = (int32_t)(seed % 2147483648ULL);
+    opts[METIS_OPTION_UFACTOR] = (int32_t)(uf < 1 ? 1 : uf > 500 ? 500 : uf);
+    float tp[2] = {(float)(caps[0] / tw), (float)(caps[1] / tw)};
+    if (metis(&n32, &ncon, s->ip32, s->adj32, NULL, NULL, s->w32, &nparts, tp, NULL, opts, &obj, s->part32) !=
+        METIS_OK)
+        return -1;
+    for (int64_t q = 0; q < m; q++)
+        out[q] = s->part32[q];
+    repair2(m, caps, s, out);
+    return 0;
+}
+
 /* ranks[gptr[g]..gptr[g+1]-1] is group g, split into k parts of at most caps[g*k + j] ranks;
  * part (as long as ranks) gets each rank's part. pos: n entries of -1, left so. With p
- * (and k = 2), orient; with where, each rank's entry becomes its part's head. Returns 0, or
- * -1 when out of memory. */
+ * (and k = 2), orient; with where, each rank's entry becomes its part's head. metis: NULL
+ * (greedy starts and Fiduccia-Mattheyses), or METIS_PartGraphRecursive (k = 2). Returns 0,
+ * -1 when out of memory, -2 when METIS fails. */
 int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *ranks,
                         const int64_t *gptr, int64_t ngroups, int32_t k, const int64_t *caps, uint64_t seed,
-                        int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, int64_t *where)
+                        int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, int64_t *where,
+                        const void *metis)
 {
+    if (metis && k != 2)
+        return -2;
     int64_t mmax = 0, emax = 0;
     for (int64_t g = 0; g < ngroups; g++) {
         int64_t m = gptr[g + 1] - gptr[g], deg = 0;
@@ -273,26 +403,44 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
         if (deg > emax)
             emax = deg;
     }
+    size_t M = (size_t)mmax + 1, E = (size_t)emax + 1;
+    int fm_scratch = metis == NULL; /* the greedy split's tables */
     scratch s;
-    s.ptr = malloc(sizeof(int64_t) * (size_t)(mmax + 1));
-    s.adj = malloc(sizeof(int64_t) * (size_t)(emax + 1));
-    s.w = malloc(sizeof(double) * (size_t)(emax + 1));
-    s.part = malloc(sizeof(int64_t) * (size_t)(mmax + 1));
-    s.best = malloc(sizeof(int64_t) * (size_t)(3 * mmax + 1));
-    s.mark = malloc(sizeof(double) * (size_t)(mmax + 1));
-    s.conn = malloc(sizeof(double) * (size_t)((mmax + 1) * k));
+    memset(&s, 0, sizeof s);
+    s.ptr = malloc(sizeof(int64_t) * M);
+    s.adj = malloc(sizeof(int64_t) * E);
+    s.w = malloc(sizeof(double) * E);
+    s.part = malloc(sizeof(int64_t) * M);
+    s.best = malloc(sizeof(int64_t) * (fm_scratch ? 3 * M : 1));
+    s.mark = malloc(sizeof(double) * M);
+    s.conn = malloc(sizeof(double) * (fm_scratch ? M * (size_t)k : 1));
     s.size = malloc(sizeof(int64_t) * (size_t)k);
-    s.cnt = malloc(sizeof(int64_t) * (size_t)k + (size_t)mmax + 16); /* + fm's locks */
+    s.cnt = malloc(sizeof(int64_t) * (size_t)k + M + 16); /* + fm's locks */
     s.frac = malloc(sizeof(double) * (size_t)k);
-    s.ext_t = malloc(sizeof(int64_t) * (size_t)(emax + 1));
-    s.ext_q = malloc(sizeof(int64_t) * (size_t)(emax + 1));
-    s.ext_w = malloc(sizeof(double) * (size_t)(emax + 1));
+    s.ext_t = malloc(sizeof(int64_t) * E);
+    s.ext_q = malloc(sizeof(int64_t) * E);
+    s.ext_w = malloc(sizeof(double) * E);
+    s.tmark = malloc(sizeof(int64_t) * (p ? (size_t)p->nslots : 1));
+    s.tlist = malloc(sizeof(int64_t) * E);
+    s.tw = malloc(sizeof(double) * 2 * E);
+    int ok = s.ptr && s.adj && s.w && s.part && s.best && s.mark && s.conn && s.size && s.cnt && s.frac && s.ext_t &&
+             s.ext_q && s.ext_w && s.tmark && s.tlist && s.tw;
+    if (metis) {
+        s.ip32 = malloc(sizeof(int32_t) * M);
+        s.adj32 = malloc(sizeof(int32_t) * E);
+        s.w32 = malloc(sizeof(int32_t) * E);
+        s.part32 = malloc(sizeof(int32_t) * M);
+        s.cand = malloc(sizeof(candidate) * M);
+        ok = ok && s.ip32 && s.adj32 && s.w32 && s.part32 && s.cand;
+    }
     int64_t rc = 0;
-    if (!s.ptr || !s.adj || !s.w || !s.part || !s.best || !s.mark || !s.conn || !s.size || !s.cnt || !s.frac || !s.ext_t ||
-        !s.ext_q || !s.ext_w) {
+    if (!ok) {
         rc = -1;
         goto done;
     }
+    if (p)
+        for (int64_t t = 0; t < p->nslots; t++)
+            s.tmark[t] = -1;
     for (int64_t g = 0; g < ngroups; g++) {
         const int64_t *rk = ranks + gptr[g];
         const int64_t *cp = caps + g * k;
@@ -319,6 +467,13 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
             for (int32_t j = 0; j < k; j++)
                 for (int64_t c = 0; c < s.size[j]; c++)
                     out[v++] = j;
+        } else if (metis) {
+            if (bisect_metis(m, ne, cp, &s, (metis_recursive)metis, seed, out) != 0) {
+                rc = -2;
+                for (int64_t q = 0; q < m; q++)
+                    pos[rk[q]] = -1;
+                goto done;
+            }
         } else
             cut_groups(m, k, cp, &s, seed, g, out);
         if (orienting)
@@ -330,8 +485,8 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
                 where[rk[q]] = heads[g * k + out[q]];
     }
 done:
-
     free(s.ptr), free(s.adj), free(s.w), free(s.part), free(s.best), free(s.mark), free(s.conn), free(s.size),
-        free(s.cnt), free(s.frac), free(s.ext_t), free(s.ext_q), free(s.ext_w);
+        free(s.cnt), free(s.frac), free(s.ext_t), free(s.ext_q), free(s.ext_w), free(s.tmark), free(s.tlist),
+        free(s.tw), free(s.ip32), free(s.adj32), free(s.w32), free(s.part32), free(s.cand);
     return rc;
 }
