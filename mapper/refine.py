@@ -13,6 +13,7 @@ from rankmap.mapper.network import Torus
 from rankmap.profiler import native
 
 P64 = C.POINTER(C.c_int64)
+RM_API = 2           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
 PD = C.POINTER(C.c_double)
 
 
@@ -26,7 +27,16 @@ class _Problem(C.Structure):
 
 
 def _check_layout(lib) -> None:
-    """The ctypes mirror must match rm_problem as the library was compiled (refine.h)."""
+    """The ctypes mirror must match rm_problem as the library was compiled (refine.h), and
+    the functions' arguments this module's (RM_API)."""
+    try:
+        lib.rm_api.restype = C.c_int64
+        api = int(lib.rm_api())
+    except AttributeError:
+        api = 1
+    if api != RM_API:
+        raise RuntimeError(f"internal error: the mapper's C library ({lib._name}) was built from other sources "
+                           f"(interface {api}, this rankmap's is {RM_API}); rebuild rankmap")
     lib.rm_layout.restype = C.c_char_p
     size, *fields = lib.rm_layout().decode().split()
     theirs = [(f.split(":")[0], int(f.split(":")[1])) for f in fields]

@@ -29,6 +29,11 @@ const char *rm_layout(void)
     return buf;
 }
 
+int64_t rm_api(void)
+{
+    return RM_API;
+}
+
 /* D between two slots given as rows of level ids (nlevels) and torus coordinates (ndims) */
 static inline double dist_rows(const rm_problem *p, const int64_t *la, const int64_t *ca, const int64_t *lb,
                                const int64_t *cb)

@@ -42,6 +42,10 @@ typedef struct {
 
 /* "size name:offset name:offset ...": the layout of rm_problem as this library sees it */
 const char *rm_layout(void);
+/* the functions' arguments as of this version: mapper/refine.py (RM_API) refuses a library
+ * built from other sources (a stale build would read the arguments it does not expect) */
+#define RM_API 2
+int64_t rm_api(void);
 /* ranks above which rm_refine expects them numbered by slot (its passes visit blocks of
  * consecutive ranks) */
 int64_t rm_block_order_above(void);
