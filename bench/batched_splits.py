@@ -10,6 +10,7 @@ one by one, then a level at a time in C (METIS called from there, libmetis.recur
     .venv/bin/python bench/batched_splits.py --partition-only random:1000000
     .venv/bin/python bench/batched_splits.py --above 5000 social/10k/torus/s1000     # a lower threshold
     .venv/bin/python bench/batched_splits.py --metis random:1000000
+    .venv/bin/python bench/batched_splits.py --metis --seeds 0,1,2,3 mix/100k/mesh2/s1000
 """
 import argparse
 import sys
@@ -51,11 +52,13 @@ def main() -> int:
     ap.add_argument("--above", type=int, default=ON, help=f"batch above this many ranks when on (default {ON})")
     ap.add_argument("--metis", action="store_true",
                     help="compare the METIS splits one by one / in C (the small splits batched both times)")
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds, one row each (default 0)")
     a = ap.parse_args()
+    seeds = [int(x) for x in a.seeds.split(",")]
     entry = libmetis.recursive_entry
     if a.metis and not entry():
         sys.exit("--metis needs the system's 32-bit METIS (Debian: libmetis5; setup.sh installs it)")
-    for name in a.names:
+    for name, seed in ((n, sd) for n in a.names for sd in seeds):
         W, m = load(name)
         t = Traffic(bytes=W, source="bench", format="synthetic")
         row = []
@@ -67,17 +70,18 @@ def main() -> int:
             if a.partition_only:
                 g = from_traffic(t)
                 c0 = time.process_time()
-                s = partition.hierarchical(g, m, m.tree(), 0)
+                s = partition.hierarchical(g, m, m.tree(), seed)
                 dt = time.process_time() - c0
                 prob = Problem(g, m)
                 row.append((dt, prob.cost(s) / prob.cost(baselines.block(W.shape[0], m))))
             else:
                 c0 = time.process_time()
-                r = solve.solve(t, m, seed=0)
+                r = solve.solve(t, m, seed=seed)
                 row.append((time.process_time() - c0, r.cost))
         what = "cost/block" if a.partition_only else "cost with/without"
         value = f"{row[0][1]:.5f} -> {row[1][1]:.5f}" if a.partition_only else f"{row[1][1] / row[0][1]:.5f}"
-        print(f"{name:32s} CPU s without {row[0][0]:7.2f}  with {row[1][0]:7.2f}   {what} {value}", flush=True)
+        label = name if len(seeds) == 1 else f"{name} seed {seed}"
+        print(f"{label:32s} CPU s without {row[0][0]:7.2f}  with {row[1][0]:7.2f}   {what} {value}", flush=True)
     return 0
 
 
