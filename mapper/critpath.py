@@ -26,10 +26,14 @@ detached: a blocking one returns at once and the sender's wait on a non-blocking
 a larger one completes with its receive; `wait` completes the request it names, `waitall`
 all the rank's open ones. Collectives run SMPI's default algorithms: reduce is linear into
 the root, allreduce a linear reduce then a binomial broadcast from rank 0, bcast binomial,
-barrier a linear gather and a binomial broadcast, the others (allgather, alltoall, gather,
-scatter, ...) direct, every rank from every other, and not before their bytes have crossed
-the busiest link or limiter, nor before a rank has sent its own one after another (above
-512 ranks: the last entry plus each rank's latency to rank 0). A trace this does not
+barrier a linear gather and a binomial broadcast; an alltoall that SimGrid runs with its
+linear algorithm (NPB FT's: up to 512 ranks, sizes by its Open MPI selector) becomes its
+messages (expand_direct: a receive from and a send to every other rank, then a wait for
+them), so the flow replay shares the links among them as SimGrid does; the others
+(allgather, other alltoalls, gather, scatter, ...) direct, every rank from every other, and
+not before their bytes have crossed the busiest link or limiter, nor before a rank has sent
+its own one after another (above 512 ranks: the last entry plus each rank's latency to
+rank 0). A trace this does not
 understand (an action it does not know, a receive from MPI_ANY_SOURCE that leaves a rank
 waiting) gives None, and predict falls back to its per-rank sum (run_time: no estimate)."""
 from __future__ import annotations
