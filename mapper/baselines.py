@@ -15,6 +15,39 @@ def block(n: int, machine: Machine) -> np.ndarray:
     return np.arange(n, dtype=np.int64)
 
 
+def balanced(n: int, machine: Machine, extra_on=None) -> np.ndarray:
+    """Block order with the ranks spread evenly over the nodes: each node takes the same
+    number of consecutive ranks (one more on the first nodes, or on the nodes `extra_on`,
+    and no more than its slots), its first slots. What Slurm's block distribution gives
+    with -n and -N on nodes that are not filled (32 ranks on 6 nodes of 6 cores: 6, 6, 5,
+    5, 5, 5); with n = the machine's slots, block itself."""
+    base, room, extra = spread_counts(n, machine)
+    take = base.copy()
+    on = list(room[:extra]) if extra_on is None else list(extra_on)
+    if len(on) != extra or not set(on) <= set(room.tolist()):
+        raise ValueError(f"the extra ranks go on {extra} of the nodes {room.tolist()}, not {on}")
+    take[on] += 1
+    node = machine.slot_node
+    order = np.argsort(node, kind="stable")         # each node's slots in slot order
+    first = np.searchsorted(node[order], np.arange(machine.nnodes))
+    return np.concatenate([order[first[k]:first[k] + take[k]] for k in range(machine.nnodes)]).astype(np.int64)
+
+
+def spread_counts(n: int, machine: Machine) -> tuple:
+    """(base, room, extra): n ranks spread evenly over the nodes take base[k] on node k, and
+    `extra` more ranks, one on each of `extra` of the nodes `room` (those with a slot left)."""
+    count = np.bincount(machine.slot_node, minlength=machine.nnodes)
+    lo, hi = 0, max(1, int(count.max(initial=0)))
+    while lo < hi:                                  # the fewest ranks per node that hold n
+        mid = (lo + hi) // 2
+        if np.minimum(count, mid).sum() >= n:
+            hi = mid
+        else:
+            lo = mid + 1
+    base = np.minimum(count, max(lo - 1, 0))
+    return base, np.flatnonzero(count > base), n - int(base.sum())
+
+
 def cyclic(n: int, machine: Machine) -> np.ndarray:
     """Rank r on node r mod N (skipping full nodes), each node's slots in order."""
     # round r takes the r-th slot of every node that still has one, in node order: the slots

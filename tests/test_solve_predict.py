@@ -175,3 +175,41 @@ def test_choose_predicted_again_when_the_model_changes():
     pred.epoch = lambda: state["epoch"]
     pick, p = solve.choose_predicted(pool, "mine", m, pred)
     assert state["calls"] == 4 and pick == "block" and p == {"mine": 1.0, "block": 0.9}
+
+
+def test_balanced_and_spread_candidates():
+    """32 ranks on 6 nodes of 6 cores: balanced gives 6, 6, 5, 5, 5, 5 consecutive ranks (Slurm's
+    block with -N), or the extra ranks on the nodes named; spread_candidates offers each of the
+    15 choices of the two nodes that take 6, never block itself, and nothing on a machine whose
+    spread would use more nodes than block (a whole cluster) or that the ranks fill."""
+    from rankmap.mapper import baselines
+    m = machine.build([f"n{i}" for i in range(6)], ["core:6"])
+    b = baselines.balanced(32, m)
+    assert np.bincount(m.slot_node[b]).tolist() == [6, 6, 5, 5, 5, 5] and len(set(b.tolist())) == 32
+    assert m.slot_node[b].tolist() == sorted(m.slot_node[b].tolist())                  # consecutive ranks
+    assert np.bincount(m.slot_node[baselines.balanced(32, m, (3, 4))]).tolist() == [5, 5, 5, 6, 6, 5]
+    with pytest.raises(ValueError):
+        baselines.balanced(32, m, (3,))
+    c = solve.spread_candidates(32, m, baselines.block(32, m))
+    assert len(c) == 15 and "balanced+n3,n4" in c
+    assert not any(np.array_equal(v, baselines.block(32, m)) for v in c.values())
+    assert solve.spread_candidates(36, m, baselines.block(36, m)) == {}
+    big = machine.build([f"n{i}" for i in range(12)], ["core:6"])
+    assert solve.spread_candidates(32, big, baselines.block(32, big)) == {}           # 12 nodes, block uses 6
+
+
+def test_a_spread_is_chosen_when_predicted_faster():
+    """With a network model, solve's pool holds the spreads when the ranks leave slots free:
+    a predictor that likes n3 and n4 to take the extra ranks (and nothing else) gets that
+    placement, and the note says why."""
+    m = machine.build([f"n{i}" for i in range(6)], ["core:6"])
+    rng = np.random.default_rng(3)
+    t = Traffic(bytes=sp.csr_matrix(sp.random(32, 32, density=0.3, random_state=rng) * 1e6), source="r", format="r")
+
+    def pred(slot):
+        cnt = np.bincount(m.slot_node[slot], minlength=6)
+        return (1.0 if (cnt[3], cnt[4]) == (6, 6) and cnt.max() == 6 and cnt.min() == 5 else 2.0), 1.0
+    r = solve.solve(t, m, predictor=pred)
+    assert r.chosen == "balanced+n3,n4" and not r.fell_back
+    assert np.bincount(m.slot_node[r.slot_of_rank]).tolist() == [5, 5, 5, 6, 6, 5]
+    assert any(x.startswith("network model: balanced+n3,n4") for x in r.notes)
