@@ -686,12 +686,9 @@ def test_split_groups_orients_as_the_python_split_does():
     assert swapped                     # the orientation did turn some group round
 
 
-@pytest.mark.parametrize("kind", ["stencil", "random"])
-def test_batched_small_splits_map_like_the_split_by_split_path(monkeypatch, kind):
-    """Above partition.BATCHED_SPLITS_ABOVE ranks the small splits run a level at a time in C
-    (refine.split_groups): a valid and deterministic mapping, as cheap as the split-by-split
-    path's within a few per cent (here lowered to 3,072 ranks on a 6x4x4 torus)."""
-    from rankmap.mapper import partition
+def _batched_case(kind: str):
+    """3,072 ranks (a 16x16x12 stencil, or 8 random partners each) on a 6x4x4 torus of nodes
+    of 2 x 16 cores: (n, graph, machine) for the batched-split tests."""
     n = 3072
     if kind == "stencil":
         x, y, z = np.unravel_index(np.arange(n), (16, 16, 12))
@@ -703,7 +700,16 @@ def test_batched_small_splits_map_like_the_split_by_split_path(monkeypatch, kind
         g = from_traffic(traffic(e, n))
     else:
         g, _ = _random_graph(n, 8, 1000, 4)
-    m = machine.build([f"n{i}" for i in range(96)], ["pack:2 core:16"], torus="6x4x4")
+    return n, g, machine.build([f"n{i}" for i in range(96)], ["pack:2 core:16"], torus="6x4x4")
+
+
+@pytest.mark.parametrize("kind", ["stencil", "random"])
+def test_batched_small_splits_map_like_the_split_by_split_path(monkeypatch, kind):
+    """Above partition.BATCHED_SPLITS_ABOVE ranks the small splits run a level at a time in C
+    (refine.split_groups): a valid and deterministic mapping, as cheap as the split-by-split
+    path's within a few per cent (here lowered to 3,072 ranks on a 6x4x4 torus)."""
+    from rankmap.mapper import partition
+    n, g, m = _batched_case(kind)
     prob = Problem(g, m)
     plain = partition.hierarchical(g, m, m.tree(), 3)
     monkeypatch.setattr(partition, "BATCHED_SPLITS_ABOVE", 0)
@@ -776,18 +782,7 @@ def test_batched_metis_splits_map_like_the_split_by_split_path(monkeypatch, kind
     lowered so that it counts as big)."""
     from rankmap.mapper import backends, libmetis, partition
     assert libmetis.recursive_entry(), "the system's 32-bit METIS (Debian: libmetis5) is missing: setup.sh installs it"
-    n = 3072
-    if kind == "stencil":
-        x, y, z = np.unravel_index(np.arange(n), (16, 16, 12))
-        e = {}
-        for d in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
-            ok = (x + d[0] < 16) & (y + d[1] < 16) & (z + d[2] < 12)
-            j = np.ravel_multi_index((x[ok] + d[0], y[ok] + d[1], z[ok] + d[2]), (16, 16, 12))
-            e.update({(int(a), int(b)): 100.0 for a, b in zip(np.flatnonzero(ok), j)})
-        g = from_traffic(traffic(e, n))
-    else:
-        g, _ = _random_graph(n, 8, 1000, 4)
-    m = machine.build([f"n{i}" for i in range(96)], ["pack:2 core:16"], torus="6x4x4")
+    n, g, m = _batched_case(kind)
     prob = Problem(g, m)
     monkeypatch.setattr(partition, "BATCHED_SPLITS_ABOVE", 0)
     monkeypatch.setattr(backends, "PORTFOLIO_MAX_WORK", 10_000)

@@ -336,16 +336,14 @@ static void repair2(int64_t m, const int64_t *caps, const scratch *s, int64_t *o
         moved[s->cand[i].v] = 1;
         excess--;
     }
-    while (excess > 0) { /* the least attached of the rest, lowest rank first on ties */
-        int64_t pick = -1;
+    if (excess > 0) { /* the least attached of the rest, lowest rank first on ties (one sort, not a scan each) */
+        nc = 0;
         for (int64_t v = 0; v < m; v++)
-            if (out[v] == a && !moved[v] && (pick < 0 || own[v] < own[pick]))
-                pick = v;
-        if (pick < 0)
-            break;
-        out[pick] = 1 - a;
-        moved[pick] = 1;
-        excess--;
+            if (out[v] == a && !moved[v])
+                s->cand[nc].gain = -own[v], s->cand[nc++].v = v;
+        qsort(s->cand, (size_t)nc, sizeof(candidate), by_gain);
+        for (int64_t i = 0; i < nc && excess > 0; i++, excess--)
+            out[s->cand[i].v] = 1 - a;
     }
 }
 
