@@ -11,6 +11,7 @@ from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.network import Torus
 from rankmap.profiler import native
+from rankmap.profiler.errors import UserError
 
 P64 = C.POINTER(C.c_int64)
 RM_API = 2           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
@@ -35,15 +36,17 @@ def _check_layout(lib) -> None:
     except AttributeError:
         api = 1
     if api != RM_API:
-        raise RuntimeError(f"internal error: the mapper's C library ({lib._name}) was built from other sources "
-                           f"(interface {api}, this rankmap's is {RM_API}); rebuild rankmap")
+        # an install to redo, not a bug: the user can fix it
+        raise UserError(f"the mapper's C library ({lib._name}) was built from other sources (interface {api}, "
+                        f"this rankmap's is {RM_API}): run `bash setup.sh` or `pip install .` in the rankmap checkout")
     lib.rm_layout.restype = C.c_char_p
     size, *fields = lib.rm_layout().decode().split()
     theirs = [(f.split(":")[0], int(f.split(":")[1])) for f in fields]
     ours = [(name, getattr(_Problem, name).offset) for name, _ in _Problem._fields_]
     if theirs != ours or int(size) != C.sizeof(_Problem):
-        raise RuntimeError(f"internal error: mapper/refine.py's rm_problem mirror ({C.sizeof(_Problem)} bytes, "
-                           f"{ours}) does not match csrc/refine/refine.h ({size} bytes, {theirs}); rebuild rankmap")
+        raise UserError(f"the mapper's C library ({lib._name}) does not match mapper/refine.py (rm_problem: "
+                        f"{size} bytes, {theirs}; expected {C.sizeof(_Problem)} bytes, {ours}): run `bash setup.sh` "
+                        "or `pip install .` in the rankmap checkout")
 
 
 @lru_cache(maxsize=None)

@@ -805,13 +805,16 @@ def test_batched_metis_splits_map_like_the_split_by_split_path(monkeypatch, kind
 
 def test_refine_refuses_a_library_built_from_other_sources(tmp_path):
     """A stale librankmap_refine (its functions taking other arguments: a checkout's Python
-    next to an older build) is refused at load time with a clear error, not called."""
+    next to an older build) is refused at load time with a clear error, not called: an install
+    to redo (a UserError, one line from the CLI), not a bug."""
     import ctypes
     import subprocess
     from rankmap.mapper import refine
     src, so = tmp_path / "old.c", tmp_path / "libold.so"
     src.write_text("#include <stdint.h>\nint64_t rm_api(void) { return 1; }\n")
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
-    with pytest.raises(RuntimeError, match="built from other sources .interface 1, this rankmap's is 2"):
+    from rankmap.profiler.errors import UserError
+    with pytest.raises(UserError, match="built from other sources .interface 1, this rankmap's is 2.: run `bash "
+                                        "setup.sh` or `pip install .`"):
         refine._check_layout(ctypes.CDLL(str(so)))
     refine._check_layout(refine._lib())              # the installed one passes
