@@ -114,6 +114,17 @@ SKEWED_DEGREE_CV = 1.0
 # with their slack its strong preset cut less (PGPgiantcompo and hep-th, 20 rows: J 0.951 of
 # the best anchor with KaHIP, 0.963 with Mt-KaHyPar in its place, bench/mapper_standard.py)
 SKEWED_MTKAHYPAR = True
+# Graphs beyond the portfolio's size whose top splits get eco KaHIP (up to
+# KAHIP_BIG_GRAPH_MAX_WORK: about 10^5 ranks of halo traffic), where a split fills its parts
+# exactly (a machine filled to its last core): KaHIP asked for no imbalance crawled there on
+# irregular graphs, 0.4-14 s per bisection of 2-9*10^4 ranks (25 of mesh/100k/torus's 29 s),
+# and took 0.2 s on a 7-point stencil. Instead: KaHIP given FULL_SLACK of room (0.1-0.2 s; its
+# split repaired to the capacities), Mt-KaHyPar from scratch, and V-cycles from the lowest cut
+# of those and METIS's. On the top three bisections of mesh/100k/torus/s1000,
+# amr/100k/torus/s0 and stencil7/100k/torus/s1000 that cut 0.69-1.00x what METIS and KaHIP
+# did (never more), in 0.8-3.1 s a split instead of 0.2-14.5 s (docs/mapper.md, Scale)
+FULL_SPLIT_MTKAHYPAR = True
+FULL_SLACK = 0.003
 # The root split of hierarchical's machine tree gets Mt-KaHyPar from scratch up to this
 # (vertices + edge entries) x blocks, whatever plan() gives it and even where METIS finds no
 # structure (partition.STRUCTURED): on 1k-rank graphs (a pencil FFT's row and column
@@ -144,7 +155,7 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
           preset: str | None = None) -> np.ndarray | None:
     """KaHIP's kaffpa, blocks of equal capacity only (KaHIP has no per-block sizes): the
     imbalance is what the capacity leaves above ceil(n / k) (fast: FAST_SLACK more, the best
-    of FAST_SEEDS runs). Preset: the one plan() chose for this split, else fast (on the
+    of FAST_SEEDS runs; eco+slack: FULL_SLACK more, one run). Preset: the one plan() chose for this split, else fast (on the
     1k-rank tuning instances its final mappings cost the same as with eco, geometric mean
     0.9996, at 0.8x the mapping time)."""
     try:
@@ -156,11 +167,14 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
         return None
     if preset is None:
         preset = _PRESET.pop((n, len(col), tuple(caps)), "fast")
-    mode = {"fast": kh.FAST, "eco": kh.ECO, "strong": kh.STRONG}[preset]
+    mode = {"fast": kh.FAST, "eco": kh.ECO, "strong": kh.STRONG}[preset.split("+")[0]]
     imbalance = caps[0] / -(-n // k) - 1
     # KaHIP sums edge weights in 32-bit integers (its flows too): larger totals overflow and
     # make it crawl, so weights are scaled to a 2^24 total
     args = ([1] * n, indptr.tolist(), _int_weights(w, 2.0 ** 24).tolist(), col.tolist(), k)
+    if preset == "eco+slack":            # one run given FULL_SLACK of room (FULL_SPLIT_MTKAHYPAR); the caller repairs
+        _, part = kh.kaffpa(*args, float(imbalance + FULL_SLACK), True, int(seed) % (2 ** 31), mode)
+        return np.asarray(part, dtype=np.int64)
     if preset != "fast":
         _, part = kh.kaffpa(*args, float(imbalance), True, int(seed) % (2 ** 31), mode)
         return np.asarray(part, dtype=np.int64)
@@ -296,6 +310,16 @@ def metis_alone(n: int, max_nnz: int, graph_work: int, units: bool = False) -> b
     return graph_work > PORTFOLIO_MAX_WORK and not _small(graph_work, units) and n + max_nnz < graph_work / TOP_SHARE
 
 
+def full_split(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False) -> bool:
+    """Whether a split whose plan has KaHIP gets FULL_SPLIT_MTKAHYPAR's portfolio: parts
+    filled exactly, on a graph beyond the portfolio's size where KaHIP would run eco, within
+    Mt-KaHyPar's limits. partition.split_candidates then runs V-cycles from the lowest cut only."""
+    return FULL_SPLIT_MTKAHYPAR and not _small(graph_work, units) and sum(caps) == n and len(set(caps)) == 1 \
+        and len(caps) <= KAHIP_PRESET_MAX_BLOCKS and graph_work <= KAHIP_BIG_GRAPH_MAX_WORK \
+        and n * len(caps) <= MTKAHYPAR_MAX_MEMORY and (n + nnz) * len(caps) <= MTKAHYPAR_MAX_WORK \
+        and mtkahypar_available()
+
+
 def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False, skewed: bool = False) -> list[str]:
     """The partitioners a split of n vertices and nnz edge entries into these capacities
     affords: "metis" always; "kahip" (equal capacities; its preset recorded for kahip())
@@ -325,6 +349,9 @@ def plan(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False
         if len(_PRESET) > 1000:
             _PRESET.clear()
         _PRESET[(n, nnz, tuple(caps))] = kahip_preset(n, nnz, caps, graph_work, units)
+    if "kahip" in out and full_split(n, nnz, caps, graph_work, units):      # (FULL_SPLIT_MTKAHYPAR's comment)
+        _PRESET[(n, nnz, tuple(caps))] = "eco+slack"
+        return out + ["mtkahypar", "vcycles"]
     # the size tests first: loading Mt-KaHyPar costs 0.3 s, for nothing on big graphs
     if n * len(caps) > MTKAHYPAR_MAX_MEMORY or graph_work > PORTFOLIO_MAX_WORK and not small \
             or not mtkahypar_available():

@@ -170,7 +170,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     out, seen = [], set()
     cands = [repair(sub, p, caps) for p in cands if p is not None]
     refine = set(range(len(cands)))
-    if skewed and "vcycles" in how and len(cands) > 1:
+    if (skewed or backends.full_split(sub.n, sub.nnz, caps, graph_work, units)) and "vcycles" in how and len(cands) > 1:
         cuts = [sub.cut(p) for p in cands]
         refine = {min(range(len(cands)), key=lambda i: (cuts[i], i))}
     for i, part in enumerate(cands):

@@ -38,9 +38,36 @@ def test_plan_many_blocks_keep_fast_and_the_old_cap():
 
 def test_plan_mid_graph_eco_on_top_splits():
     gw = (B.STRONG_GRAPH_MAX_WORK + B.KAHIP_BIG_GRAPH_MAX_WORK) // 2
-    assert B.kahip_preset(100_000, 600_000, [50_000, 50_000], gw) == B.KAHIP_BIG_PRESET
-    assert "kahip" in B.plan(100_000, 600_000, [50_000, 50_000], gw)
+    assert B.kahip_preset(100_000, 600_000, [50_500, 50_500], gw) == B.KAHIP_BIG_PRESET
+    assert "kahip" in B.plan(100_000, 600_000, [50_500, 50_500], gw)           # room to spare
     assert "kahip" not in B.plan(5_000, 30_000, [2_500, 2_500], gw)             # not a top split
+
+
+def test_plan_mid_graph_full_top_splits_get_slack_kahip_and_mtkahypar():
+    """A top split that fills its parts exactly (a machine filled to the last core) on a graph
+    beyond the portfolio's size: KaHIP given FULL_SLACK of room, Mt-KaHyPar and V-cycles, not
+    KaHIP asked for no imbalance (FULL_SPLIT_MTKAHYPAR); with room to spare, on small graphs, or
+    into many blocks, as before."""
+    if not B.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    gw = (B.STRONG_GRAPH_MAX_WORK + B.KAHIP_BIG_GRAPH_MAX_WORK) // 2
+    B._PRESET.clear()
+    assert B.plan(100_000, 600_000, [50_000, 50_000], gw) == ["metis", "kahip", "mtkahypar", "vcycles"]
+    assert B._PRESET == {(100_000, 600_000, (50_000, 50_000)): "eco+slack"}
+    assert B.full_split(100_000, 600_000, [50_000, 50_000], gw)
+    assert not B.full_split(100_000, 600_000, [50_500, 50_500], gw)                 # room to spare
+    assert B.plan(5_000, 30_000, [2_500, 2_500], gw) == ["metis"]                   # not a top split
+    assert not B.full_split(40_000, 240_000, [20_000, 20_000], graph_work=280_000)  # a small graph
+    assert not B.full_split(9_984, 56_704, [32] * 312, gw)                          # many blocks
+    assert not B.full_split(100_000, 600_000, [50_000, 50_000], 10 * B.KAHIP_BIG_GRAPH_MAX_WORK)
+
+
+def test_kahip_eco_with_slack_is_one_run_left_to_repair():
+    pytest.importorskip("kahip")
+    n, indptr, e = _grid(40)
+    part = B.kahip(indptr, e[:, 1].copy(), np.ones(len(e)), [n // 2] * 2, 0, preset="eco+slack")
+    sizes = np.bincount(part, minlength=2)
+    assert sizes.sum() == n and sizes.max() <= (1 + B.FULL_SLACK) * n / 2 + 1
 
 
 def test_plan_root_split_of_small_graph_gets_mtkahypar():

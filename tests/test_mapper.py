@@ -757,6 +757,43 @@ def test_metis_split_groups_keeps_tight_capacities():
         assert inner.data[p[inner.row] != p[inner.col]].sum() == 4.0
 
 
+def test_full_top_splits_of_a_big_graph_get_slack_kahip_mtkahypar_and_vcycles(monkeypatch):
+    """A machine filled to its last core, on a graph beyond the portfolio's size (the size
+    rules lowered so that 3,072 stencil ranks on a 6x4x4 torus count as big): its top splits
+    get KaHIP with backends.FULL_SLACK of room, Mt-KaHyPar and V-cycles from the lowest cut
+    (backends.FULL_SPLIT_MTKAHYPAR), never KaHIP asked for no imbalance; a valid, deterministic
+    mapping, as cheap as with eco KaHIP within a few per cent."""
+    from rankmap.mapper import backends, partition
+    if not backends.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    pytest.importorskip("kahip")
+    n, g, m = _batched_case("stencil")
+    assert n == m.nslots                                          # full: every split fills its parts
+    prob = Problem(g, m)
+    monkeypatch.setattr(backends, "PORTFOLIO_MAX_WORK", 10_000)
+    monkeypatch.setattr(backends, "STRONG_GRAPH_MAX_WORK", 10_000)
+    monkeypatch.setattr(backends, "FULL_SPLIT_MTKAHYPAR", False)
+    presets = []
+    real_kahip = backends.kahip
+    monkeypatch.setattr(backends, "kahip", lambda ip, c, w, caps, seed, preset=None: presets.append(
+        backends._PRESET.get((len(ip) - 1, len(c), tuple(caps)))) or real_kahip(ip, c, w, caps, seed, preset))
+    before = partition.hierarchical(g, m, m.tree(), 3)
+    assert presets and set(presets) == {"eco"}
+    monkeypatch.setattr(backends, "FULL_SPLIT_MTKAHYPAR", True)
+    presets.clear()
+    improved = []
+    real_improve = backends.MtKaHyPar.improve
+    monkeypatch.setattr(backends.MtKaHyPar, "improve", lambda self, p: improved.append(len(p)) or real_improve(self, p))
+    s1 = partition.hierarchical(g, m, m.tree(), 3)
+    s2 = partition.hierarchical(g, m, m.tree(), 3)
+    assert presets and set(presets) == {"eco+slack"}
+    # V-cycles from one candidate per split: as many as KaHIP's runs
+    assert len(improved) == len(presets)
+    assert (s1 == s2).all()
+    assert len(np.unique(s1)) == n and s1.min() >= 0 and s1.max() < m.nslots
+    assert prob.cost(s1) <= 1.05 * prob.cost(before)
+
+
 def test_metis_alone_means_the_plan_is_metis_alone():
     """backends.metis_alone (the splits partition.hierarchical sends to METIS in C) never
     claims a split the portfolio would give more than METIS."""
