@@ -177,7 +177,7 @@ def cmd_floor(args) -> int:
         for m in machines:
             for s in scales:
                 if (args.work / "replay" / case.name / m / f"x{s:g}.json").is_file():
-                    rows.append(floor.row(args.work, case.name, m, s, args.limit))
+                    rows.append(floor.row(args.work, case.name, m, s, args.limit, args.replay))
                     print(floor.lines(rows[-1:])[0], flush=True)
     print()
     print("\n".join(floor.lines(rows, args.markdown)))
@@ -250,6 +250,8 @@ def main(argv=None) -> int:
             r.add_argument("--limit", type=int, default=200_000_000,
                            help="Search every set of nodes and count of ranks per node up to this many placements "
                                 "(a few microseconds each); beyond, only the injection floor.")
+            r.add_argument("--replay", action="store_true",
+                           help="Also replay the floor's placement (SimGrid; into WORK/replay/CASE/MACHINE/floor/).")
             r.add_argument("--markdown", action="store_true", help="A markdown table.")
         if name in ("table", "all"):
             r.add_argument("--markdown", action="store_true", help="Markdown tables (docs/real-apps.md).")
