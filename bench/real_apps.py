@@ -17,6 +17,8 @@ where; any layout, they are found by their files). Phases cache what they produc
   trace     16-256-rank traces with measured compute, for the replays
   replay    every placement and competitor on each machine and network speed
   table     the tables from the cached replays (--markdown for docs/real-apps.md)
+  predict   rankmap predict's estimates recomputed for the cached replays
+  floor     the least communication alone any placement can reach (all-to-all traffic)
   all       build, trace, replay, table
 
 Run heavy phases one at a time under `nice -n 10`: every rank runs in one process."""
@@ -167,6 +169,21 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_floor(args) -> int:
+    from real_apps import floor
+    machines, scales = _machines_scales(args)
+    rows = []
+    for case in C.select(C.SETS[_set(args)], args.only):
+        for m in machines:
+            for s in scales:
+                if (args.work / "replay" / case.name / m / f"x{s:g}.json").is_file():
+                    rows.append(floor.row(args.work, case.name, m, s, args.limit, args.replay))
+                    print(floor.lines(rows[-1:])[0], flush=True)
+    print()
+    print("\n".join(floor.lines(rows, args.markdown)))
+    return 0
+
+
 def cmd_all(args) -> int:
     for f in (cmd_build, cmd_trace, cmd_replay, cmd_table):
         rc = f(args)
@@ -208,6 +225,8 @@ def main(argv=None) -> int:
     for name, hlp in (("replay", "Every placement and competitor, every machine and network speed."),
                       ("table", "The tables from the cached replays."),
                       ("predict", "Recompute rankmap predict's estimates for the cached replays (no replay)."),
+                      ("floor", "The least communication alone any placement on block's number of nodes can reach, "
+                                "for all-to-all traffic (predict's bounds; no replay)."),
                       ("all", "build, trace, replay, table.")):
         r = sub.add_parser(name, help=hlp)
         r.add_argument("--only", help="Comma-separated case name fragments.")
@@ -227,6 +246,13 @@ def main(argv=None) -> int:
         if name == "predict":
             r.add_argument("--no-run", action="store_true",
                            help="Only the estimate of communication alone, not the run's time (faster).")
+        if name == "floor":
+            r.add_argument("--limit", type=int, default=200_000_000,
+                           help="Search every set of nodes and count of ranks per node up to this many placements "
+                                "(a few microseconds each); beyond, only the injection floor.")
+            r.add_argument("--replay", action="store_true",
+                           help="Also replay the floor's placement (SimGrid; into WORK/replay/CASE/MACHINE/floor/).")
+            r.add_argument("--markdown", action="store_true", help="A markdown table.")
         if name in ("table", "all"):
             r.add_argument("--markdown", action="store_true", help="Markdown tables (docs/real-apps.md).")
             r.add_argument("--json", help="Write every row to this file.")
@@ -243,7 +269,8 @@ def main(argv=None) -> int:
     args.work = Path(getattr(args, "work", DEFAULT_WORK)).resolve()
     try:
         return {"sources": cmd_sources, "build": cmd_build, "graphs": cmd_graphs, "trace": cmd_trace,
-                "replay": cmd_replay, "table": cmd_table, "predict": cmd_predict, "all": cmd_all}[args.phase](args)
+                "replay": cmd_replay, "table": cmd_table, "predict": cmd_predict, "floor": cmd_floor,
+                "all": cmd_all}[args.phase](args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
