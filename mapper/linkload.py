@@ -51,7 +51,7 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     w_all = Q[g_all, h_all]
     kind = np.array([hash(t.spec) for t in machine.topos])   # nodes trade contents only with their own kind
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
-    loads = net.link_loads(pos[g_all], pos[h_all], w_all).ravel()[net_links]
+    loads = net.link_loads(pos[g_all], pos[h_all], w_all, injection=False).ravel()
     hop = float((w_all * net.hops(pos[g_all], pos[h_all])).sum())
     limit = hop * (1 + tolerance) + 1e-9
     start = (float(loads.max()), hop)
@@ -91,7 +91,7 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
         og, oh = pos[g], pos[h]
         dh = np.bincount(k, weights=w * (net.hops(ng, nh) - net.hops(og, oh)), minlength=nb)
         dl = net.link_loads(np.concatenate([og, ng]), np.concatenate([oh, nh]), np.concatenate([-w, w]),
-                            np.concatenate([k, k]), nb).reshape(nb, -1)[:, net_links]
+                            np.concatenate([k, k]), nb, injection=False).reshape(nb, -1)
         return dl, dh
 
     for _ in range(MAX_ROUNDS):

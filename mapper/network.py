@@ -34,6 +34,7 @@ from rankmap.profiler.errors import UserError
 
 
 MAX_PARALLEL_LINKS = 4096      # a dragonfly's links per pair of groups (global=) or routers (local=)
+FIRST_DIFF_TABLE_NODES = 2048  # Hierarchy.first_diff keeps every pair's answer up to this many nodes
 
 
 def parse_dims(text: str, what: str = "torus") -> tuple[int, ...]:
@@ -121,10 +122,11 @@ class Torus:
                 s[idx] -= move
 
     def link_loads(self, na: np.ndarray, nb: np.ndarray, w: np.ndarray, group: np.ndarray | None = None,
-                   ngroups: int = 1) -> np.ndarray:
+                   ngroups: int = 1, injection: bool = True) -> np.ndarray:
         """Bytes per directed link, shape (positions, ndims, 2): [pos, dim, 0] is the link
         leaving pos in the + direction, [pos, dim, 1] in the - direction. With `group`, one
-        such array per group of routes: shape (ngroups, positions, ndims, 2)."""
+        such array per group of routes: shape (ngroups, positions, ndims, 2). (injection: as
+        the other networks' link_loads; a torus has no injection links in this layout.)"""
         w = np.asarray(w, dtype=np.float64)
         grp = np.zeros(len(na), dtype=np.int64) if group is None else np.asarray(group)
         ng = ngroups if group is not None else 1
@@ -216,8 +218,32 @@ class Hierarchy:
 
     def first_diff(self, na, nb) -> np.ndarray:
         """Levels shared from the top (= the level at which the two nodes' groups first differ)."""
+        table = self._first_diff_table()
+        if table is not None:
+            return table[np.asarray(na), np.asarray(nb)].astype(np.int64)
         ga, gb = self.groups[np.asarray(na)], self.groups[np.asarray(nb)]
         return np.cumprod(ga == gb, axis=1).sum(axis=1)
+
+    def _first_diff_table(self) -> np.ndarray | None:
+        """first_diff of every pair of nodes, up to FIRST_DIFF_TABLE_NODES nodes (4 MB): the link
+        balancing routes the node-level traffic for each candidate move, and the per-pair
+        cumulative product over the levels was half of its time (social/10k on a 3-level
+        heterogeneous tree: 1.7 of 3.4 s). Built once per network object (groups are not
+        changed in place: subset() makes a new one)."""
+        n = self.groups.shape[0]
+        if n > FIRST_DIFF_TABLE_NODES:
+            return None
+        cached = self.__dict__.get("_fd_table")
+        if cached is not None and cached[0] is self.groups:
+            return cached[1]
+        same = np.ones((n, n), dtype=bool)
+        table = np.zeros((n, n), dtype=np.int8)
+        for m in range(self.groups.shape[1]):
+            col = self.groups[:, m]
+            same &= col[:, None] == col[None, :]
+            table += same
+        self.__dict__["_fd_table"] = (self.groups, table)
+        return table
 
 
 @dataclass
@@ -280,22 +306,27 @@ class SwitchTree(Hierarchy):
             return np.full(size, float(cap))
         return cap[:size] if len(cap) >= size else np.concatenate([cap, np.ones(size - len(cap))])
 
-    def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1) -> np.ndarray:
+    def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1,
+                   injection: bool = True) -> np.ndarray:
         """Bytes per physical link from each subtree to its parent: [level][group] up, then
         the same down, flattened (level by level, up links first). With `group`, one such
-        array per group of routes: shape (ngroups, links)."""
+        array per group of routes: shape (ngroups, links). injection=False: without the
+        nodes' own links (link_kinds "injection": the last level), which the link balancing
+        cannot change and whose (candidates x nodes) arrays were most of its time."""
         l = self.first_diff(na, nb)
         w = np.asarray(w, dtype=np.float64)
         na, nb = np.asarray(na), np.asarray(nb)
         grp = np.zeros(len(na), dtype=np.int64) if group is None else np.asarray(group)
         ng = ngroups if group is not None else 1
         up, down = [], []
-        for m, size in enumerate(self._sizes()):
-            mask = l <= m
+        sizes = self._sizes()
+        for m, size in enumerate(sizes if injection else sizes[:-1]):
+            idx = np.flatnonzero(l <= m)          # the routes through this level's links
             cap = self._capacity(m, size)
+            wm, base, col = w[idx], grp[idx] * size, self.groups[:, m]
             for ends, out in ((na, up), (nb, down)):
-                key = grp[mask] * size + self.groups[ends[mask], m]
-                out.append(np.bincount(key, weights=w[mask], minlength=ng * size).reshape(ng, size) / cap)
+                key = base + col[ends[idx]]
+                out.append(np.bincount(key, weights=wm, minlength=ng * size).reshape(ng, size) / cap)
         res = np.concatenate(up + down, axis=1)
         return res if group is not None else res[0]
 
@@ -461,8 +492,10 @@ class Dragonfly(Hierarchy):
             yield from legs(i[via], gs[via], rs[via], midg, entry, share[via])
             yield from legs(i[via], midg, entry, gd[via], rd[via], share[via])
 
-    def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1) -> np.ndarray:
-        """Bytes per link (flat layout above); with `group`, shape (ngroups, links)."""
+    def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1,
+                   injection: bool = True) -> np.ndarray:
+        """Bytes per link (flat layout above); with `group`, shape (ngroups, links).
+        injection=False: without the nodes' own links (the first 2 x nodes entries)."""
         G, A, _ = self.shape
         w = np.asarray(w, dtype=np.float64)
         grp = np.zeros(len(w), dtype=np.int64) if group is None else np.asarray(group)
@@ -472,6 +505,8 @@ class Dragonfly(Hierarchy):
         for i, link, share in self._segments(na, nb):
             out += np.bincount(grp[i] * size + link, weights=w[i] * share, minlength=ng * size)
         out = out.reshape(ng, size)
+        if not injection:
+            out = out[:, 2 * len(self.coords):]
         return out if group is not None else out[0]
 
     def crosses(self, na, nb, link: int) -> np.ndarray:

@@ -160,6 +160,24 @@ def test_torus_link_loads_are_the_walks_routes():
         assert np.allclose(t.link_loads(na, nb, w, grp, 3), walked)
 
 
+@pytest.mark.parametrize("net", ["fat-tree:4x4:oversub=2", "dragonfly:4x2x2", "dragonfly:4x2x2:routing=valiant",
+                                 "torus:4x2x2"])
+def test_link_loads_without_injection_are_the_network_links(net):
+    """link_loads(injection=False), which the link balancing reads for each candidate move,
+    is the full layout without the entries link_kinds calls "injection", and first_diff's
+    table (small node counts) answers as the per-pair product over the levels."""
+    m = machine.build(hosts(16), ["core:2"], network=net)
+    t, rng = m.network, np.random.default_rng(5)
+    na, nb, w, grp = rng.integers(0, 16, 300), rng.integers(0, 16, 300), rng.random(300), rng.integers(0, 4, 300)
+    keep = t.link_kinds() != "injection"
+    full = t.link_loads(na, nb, w, grp, 4).reshape(4, -1)
+    assert np.allclose(t.link_loads(na, nb, w, grp, 4, injection=False).reshape(4, -1), full[:, keep])
+    assert np.allclose(t.link_loads(na, nb, w, injection=False).ravel(), t.link_loads(na, nb, w).ravel()[keep])
+    if isinstance(t, network.Hierarchy):
+        ga, gb = t.groups[na], t.groups[nb]
+        assert (t.first_diff(na, nb) == np.cumprod(ga == gb, axis=1).sum(axis=1)).all()
+
+
 def test_machine_json_keeps_no_default_torus_coordinates():
     """machine.json (frozen(compact=True)) of a torus whose nodes sit in the default order
     holds no coordinates (10^5 nodes: 6.4 MB of them) and rebuilds the same machine; reduced
