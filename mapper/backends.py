@@ -149,15 +149,26 @@ _PRESET: dict = {}
 FAST_SLACK = 0.01
 FAST_SEEDS = 2
 FAST_SEED_STEP = 7777
+# Units of work: the root split (at least ROOT_SHARE of the graph) into at most
+# ROOT_SEEDS_MAX_BLOCKS parts, where KaHIP runs strong, gets ROOT_SEEDS strong runs (seeds
+# FAST_SEED_STEP apart), the lowest repaired cut kept: the node-level cut is most of J (distance
+# 100). Set on the standard benchmark's 150 tune rows (bench/mapper_standard.py, r = 1-16):
+# rows above the best anchor 31 -> 28, J geometric mean over the best 0.9725 -> 0.9710, CPU +11 %
+# on the rows it touches (r = 2, 4). On all root splits (the 8- and 16-part ones too) the CPU
+# rose by 22 % for 3 rows fewer above as well. Held out (7 graphs never tuned on, r = 2, 4, 28
+# rows): above 6 -> 4, geometric mean 0.9720 -> 0.9704, 5 lower J, 2 higher (at most +0.4 %), CPU +17 %.
+ROOT_SEEDS = 2
+ROOT_SEEDS_MAX_BLOCKS = 4
 
 
 def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
-          preset: str | None = None) -> np.ndarray | None:
+          preset: str | None = None, strong_seeds: int = 1) -> np.ndarray | None:
     """KaHIP's kaffpa, blocks of equal capacity only (KaHIP has no per-block sizes): the
     imbalance is what the capacity leaves above ceil(n / k) (fast: FAST_SLACK more, the best
     of FAST_SEEDS runs; eco+slack: FULL_SLACK more, one run). Preset: the one plan() chose for this split, else fast (on the
     1k-rank tuning instances its final mappings cost the same as with eco, geometric mean
-    0.9996, at 0.8x the mapping time)."""
+    0.9996, at 0.8x the mapping time). strong_seeds: runs of the strong preset (ROOT_SEEDS),
+    the lowest repaired cut kept."""
     try:
         import kahip as kh
     except ImportError:
@@ -175,17 +186,19 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
     if preset == "eco+slack":            # one run given FULL_SLACK of room (FULL_SPLIT_MTKAHYPAR); the caller repairs
         _, part = kh.kaffpa(*args, float(imbalance + FULL_SLACK), True, int(seed) % (2 ** 31), mode)
         return np.asarray(part, dtype=np.int64)
-    if preset != "fast":
-        _, part = kh.kaffpa(*args, float(imbalance), True, int(seed) % (2 ** 31), mode)
+    runs, slack = (FAST_SEEDS, FAST_SLACK) if preset == "fast" else (strong_seeds if preset == "strong" else 1, 0.0)
+    if runs == 1:
+        _, part = kh.kaffpa(*args, float(imbalance + slack), True, int(seed) % (2 ** 31), mode)
         return np.asarray(part, dtype=np.int64)
-    # fast: FAST_SEEDS runs with FAST_SLACK of room, the lowest cut once repaired to the capacities
+    # fast: FAST_SEEDS runs with FAST_SLACK of room (strong: strong_seeds, no room), the lowest
+    # cut once repaired to the capacities
     from rankmap.mapper.partition import _Sub, repair
     sub = _Sub((indptr, col, w), np.arange(n), np.full(n, -1, dtype=np.int64))
     best = None
-    for t in range(FAST_SEEDS):
-        _, part = kh.kaffpa(*args, float(imbalance + FAST_SLACK), True, (int(seed) + FAST_SEED_STEP * t) % (2 ** 31), mode)
+    for t in range(runs):
+        _, part = kh.kaffpa(*args, float(imbalance + slack), True, (int(seed) + FAST_SEED_STEP * t) % (2 ** 31), mode)
         part = np.asarray(part, dtype=np.int64)
-        cut = sub.cut(repair(sub, part, caps)) if FAST_SEEDS > 1 else 0.0
+        cut = sub.cut(repair(sub, part, caps))
         if best is None or cut < best[0]:
             best = (cut, part)
     return best[1]

@@ -130,6 +130,34 @@ def test_kahip_fast_full_blocks_with_slack_deterministic():
     assert sub.cut(rep) <= 2 * 120         # 16 x 16 grid into 16 blocks: 4 x 4 squares cut 96 edges (counted both ways)
 
 
+def test_root_split_of_units_gets_two_strong_kahip_seeds(monkeypatch):
+    """Units of work: the root split into at most ROOT_SEEDS_MAX_BLOCKS parts, where KaHIP runs
+    strong, runs it ROOT_SEEDS times (seeds FAST_SEED_STEP apart) and keeps the lowest repaired
+    cut; a split below the root, or ranks (one per core), one run."""
+    kh = pytest.importorskip("kahip")
+    from rankmap.mapper.partition import _Sub, repair, split_candidates
+    n, indptr, e = _grid(48)
+    caps = [n // 2 + 20] * 2
+    seeds = []
+    real = kh.kaffpa
+    monkeypatch.setattr(kh, "kaffpa", lambda *a: seeds.append((a[-2], a[-1])) or real(*a))
+    sub = _Sub((indptr, e[:, 1].copy(), np.ones(len(e))), np.arange(n), np.full(n, -1, dtype=np.int64))
+    gw = n + len(e)
+    assert "kahip" in B.plan(n, len(e), caps, gw, units=True) and B.kahip_preset(n, len(e), caps, gw, units=True) == "strong"
+    split_candidates(sub, caps, 3, gw, units=True)
+    strong = [s for s, mode in seeds if mode == kh.STRONG]
+    assert strong == [3 + B.FAST_SEED_STEP * t for t in range(B.ROOT_SEEDS)]
+    seeds.clear()
+    split_candidates(sub, caps, 3, 2 * gw, units=True)          # half the graph: not the root
+    assert [s for s, mode in seeds if mode == kh.STRONG] == [3]
+    # the kept split is the lower repaired cut of the runs, the same on every call
+    one = [B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 3 + B.FAST_SEED_STEP * t, "strong") for t in range(2)]
+    both = B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 3, "strong", strong_seeds=2)
+    cut = lambda p: sub.cut(repair(sub, p, caps))
+    assert cut(both) == min(cut(p) for p in one)
+    assert np.array_equal(both, B.kahip(indptr, e[:, 1], np.ones(len(e)), caps, 3, "strong", strong_seeds=2))
+
+
 def test_unequal_split_from_scratch_only_when_asked(monkeypatch):
     # unequal capacities: Mt-KaHyPar from scratch (no V-cycles of its own: the portfolio's
     # improve() gives every candidate theirs) unless the caller keeps only others (the

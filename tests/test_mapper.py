@@ -775,7 +775,7 @@ def test_full_top_splits_of_a_big_graph_get_slack_kahip_mtkahypar_and_vcycles(mo
     monkeypatch.setattr(backends, "FULL_SPLIT_MTKAHYPAR", False)
     presets = []
     real_kahip = backends.kahip
-    monkeypatch.setattr(backends, "kahip", lambda ip, c, w, caps, seed, preset=None: presets.append(
+    monkeypatch.setattr(backends, "kahip", lambda ip, c, w, caps, seed, preset=None, strong_seeds=1: presets.append(
         backends._PRESET.get((len(ip) - 1, len(c), tuple(caps)))) or real_kahip(ip, c, w, caps, seed, preset))
     before = partition.hierarchical(g, m, m.tree(), 3)
     assert presets and set(presets) == {"eco"}
