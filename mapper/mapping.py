@@ -29,32 +29,41 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     machine = mspec.build(spec)
     graph = from_traffic(traffic)
     notes = list(traffic.notes)
-    chosen_nodes = None
+    chosen_nodes = node_sets = None
     # --oversubscribe for processes (not --imbalance's units of work): distinct cores first
     processes = not spec.get("imbalance")
     if mode == "whole-cluster":
         one = allocation.cores_first(machine, traffic.size) if processes else None
         search_on = one[0] if one is not None and one[0].nnodes == machine.nnodes else machine   # same node indices
         cands = allocation.candidate_node_sets(search_on, traffic.size)
+        ncompact = len(cands)
         index = {h: k for k, h in enumerate(machine.hosts)}
         for extra in (traffic.hosts(), also_nodes):   # where the run was is a candidate too
             if extra and all(h in index for h in extra):
                 ids = np.array(sorted(index[h] for h in set(extra)))
                 if not any(len(c) == len(ids) and (np.sort(c) == ids).all() for c in cands):
                     cands.append(ids)
-        best = None
-        for nodes in cands:   # a quick mapping on each candidate part, the cheapest wins
-            sub = allocation.restrict(search_on, nodes)
-            if sub.nslots < traffic.size:
-                continue
-            r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine,
-                            fill=fill, graph=graph, quick=True)
-            if best is None or r.cost < best[0]:
-                best = (r.cost, nodes)
-        chosen_nodes = best[1]
-        machine = allocation.restrict(machine, chosen_nodes)
-        notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen "
-                     f"({len(cands)} compact candidate(s) compared)")
+        if network is None:
+            best = None
+            for nodes in cands:   # a quick mapping on each candidate part, the cheapest wins
+                sub = allocation.restrict(search_on, nodes)
+                if sub.nslots < traffic.size:
+                    continue
+                r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine,
+                                fill=fill, graph=graph, quick=True)
+                if best is None or r.cost < best[0]:
+                    best = (r.cost, nodes)
+            chosen_nodes = best[1]
+            machine = allocation.restrict(machine, chosen_nodes)
+            notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen "
+                         f"({len(cands)} compact candidate(s) compared)")
+        else:
+            chosen_nodes, slots, note, node_sets = _choose_nodes_predicted(
+                traffic, graph, search_on, cands, ncompact, network, algorithm, seed, time_limit, refine, fill)
+            if slots is not None and search_on is not machine:
+                slots = one[1][slots]                  # the cores' slots: the machine's own indices
+            machine = allocation.restrict(machine, chosen_nodes, slots)
+            notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen; " + note)
     full, sel = machine, None
     if fill == "spread" and traffic.size < machine.nslots:
         machine, sel = allocation.spread(machine, traffic.size)
@@ -95,6 +104,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     }
     if timing is not None:
         rep["parallel"] = timing
+    if node_sets is not None:
+        rep["node_sets"] = node_sets
     if getattr(res, "predicted", None):
         run = getattr(predictor, "estimates", "") == "run"
         rep["predicted_run_seconds" if run else "predicted_comm_seconds"] = res.predicted
@@ -111,6 +122,51 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                                    f"{rep['seconds']:.2f} s"))
         console.print(f"Written: {path}/{{{','.join(writers.FILES)}}}")
     return rep
+
+
+def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncompact: int, network, algorithm, seed,
+                            time_limit, refine, fill) -> tuple:
+    """Whole-cluster mode knowing the network's speeds: the compact candidates (and the run's
+    allocation: cands[ncompact:]) and the node sets scattered over the network (allocation.scattered_node_sets,
+    each with its ranks per node: only those slots are kept) are each mapped quickly, and
+    predict's estimate of each quick mapping (the run's time when it estimates runs, as the
+    final choice) chooses among them (solve.choose_predicted: the cheapest by the quick cost
+    is kept unless another is predicted faster by more than its margin). One estimate per
+    candidate: up to allocation.CANDIDATES + 2 compact ones and SCATTERED per node count
+    scattered ones (SCATTERED, on as few nodes as the compact ones). Returns (nodes, slots of
+    `machine` to keep or None, a note, what report.json says of the choice)."""
+    named, costs = {}, {}
+    for i, nodes in enumerate(cands):
+        named[f"compact {i + 1}" if i < ncompact else f"allocation {i + 1 - ncompact}"] = (np.asarray(nodes), None)
+    for nodes, counts, _ in allocation.scattered_node_sets(machine, traffic.size, network):
+        slots = allocation.first_slots(machine, dict(zip(nodes.tolist(), counts.tolist())))
+        named["scattered " + ",".join(f"{machine.hosts[k]}:{c}" for k, c in zip(nodes, counts))] = (nodes, slots)
+    predictor = _predictor(traffic, machine, network)
+    pool = {}
+    for name, (nodes, slots) in named.items():
+        sub = allocation.restrict(machine, nodes, slots)
+        if sub.nslots < traffic.size:
+            continue
+        r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine, fill=fill,
+                        graph=graph, quick=True)
+        pool[name] = allocation.kept_slots(machine, nodes, slots)[r.slot_of_rank]
+        costs[name] = r.cost
+    by_cost = min(costs, key=costs.get)       # the choice without a network (ties: the first)
+    pick, predicted = solve.choose_predicted(pool, by_cost, machine, predictor)
+    what = "run time" if getattr(predictor, "estimates", "") == "run" else "communication"
+    scat = sum(1 for k in pool if k.startswith("scattered"))
+    note = (f"{len(pool) - scat} compact (boxes, leaves, the run's allocation) and {scat} scattered candidate(s) "
+            f"compared by predict's {what} of a quick mapping on each: {pick} ({predicted[pick]:.4g} s)")
+    if pick != by_cost:
+        note += f" against {by_cost} ({predicted[by_cost]:.4g} s), the cheapest by the cost"
+    else:
+        others = {k: v for k, v in predicted.items() if k != pick}
+        if others:
+            nxt = min(others, key=others.get)
+            note += f"; next {nxt} ({others[nxt]:.4g} s)"
+    nodes = {k: [machine.hosts[x] for x in named[k][0]] for k in predicted}
+    return named[pick][0], named[pick][1], note, {"chosen": pick, "by_cost": by_cost, "estimates": predicted,
+                                                   "what": what, "nodes": nodes}
 
 
 def _predictor(traffic: Traffic, machine, network):
