@@ -22,11 +22,12 @@ CANDIDATES = 6
 
 # scattered_node_sets: farthest-point sets grown from at most SCATTER_STARTS nodes (evenly spaced
 # indices), on the fewest nodes that hold the ranks and up to SCATTER_EXTRA more, the SCATTERED
-# best by an all-to-all's bound kept; none beyond SCATTER_MAX_NODES nodes in a set
+# best by an all-to-all's bound kept; none beyond SCATTER_MAX_NODES nodes in a set (on an 8x8x8
+# torus all the sets took 0.1 s at 8 nodes, 1.2 s at 32, 4.4 s at 64, 15 s at 128)
 SCATTER_STARTS = 32
 SCATTER_EXTRA = 0
 SCATTERED = 4
-SCATTER_MAX_NODES = 256
+SCATTER_MAX_NODES = 128
 
 
 def restrict(machine: Machine, nodes, slots: np.ndarray | None = None) -> Machine:
@@ -256,12 +257,15 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
     ordered pair of ranks (the largest of the links', the routers' limiters' and the
     bisection's, each linear in the bytes of each pair of nodes: bench/real_apps/floor.py),
     with the ranks per node that lower it most: from spread's even counts, one rank moved
-    from a node to another while that lowers the score (a node next to busy routes passes
-    their bytes through its limiter too: on NPB FT on Desmos the best 6 nodes hold 6-3-5-6-
-    6-6). Returns up to `keep` per node count (the lowest scores; ties: the earlier
+    from a node to another while that lowers the score (a node on other members' routes
+    passes their bytes through its limiter too: the floor's placement of NPB FT on Desmos,
+    bench/real_apps/floor.py, holds 6-3-5-6-6-6). Returns up to `keep` per node count (the lowest scores; ties: the earlier
     generated), as (nodes, counts, score), lowest first. Deterministic; at most
-    SCATTER_STARTS x (SCATTER_EXTRA + 1) sets, each m^2 routes and a descent of m^2 moves a
-    step. [] without a network, on one switch, or beyond SCATTER_MAX_NODES nodes."""
+    SCATTER_STARTS x (SCATTER_EXTRA + 1) sets, each m^2 routes and a descent of at most m
+    steps of m^2 moves. [] without a network, on one switch, or beyond SCATTER_MAX_NODES
+    nodes."""
+    import scipy.sparse as sp
+
     from rankmap.mapper.predict import pair_model
     if machine.network is None or net is None:
         return []
@@ -301,9 +305,10 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
                     rows.append(r)
                     cols.append(keys.setdefault(key, len(keys)))
                     vals.append(spb)
-            R = np.zeros((len(ia), len(keys) + 1))
-            np.add.at(R, (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)), vals)
-            R[:, -1] = _bisection_per_byte(machine, S[ia], S[ib], net.link_bw)
+            bis = _bisection_per_byte(machine, S[ia], S[ib], net.link_bw)   # the last column
+            R = sp.csr_matrix((np.r_[vals, bis], (np.r_[rows, np.arange(len(ia))],
+                                                  np.r_[cols, np.full(len(ia), len(keys))])),
+                              shape=(len(ia), len(keys) + 1))       # (duplicates summed)
             counts = _even_counts(cap[S], nranks)
             score, counts = _descend_counts(counts, cap[S], R, ia, ib)
             found.append((score, len(found), S, counts))
@@ -335,33 +340,44 @@ def _bisection_per_byte(machine: Machine, na: np.ndarray, nb: np.ndarray, bw: fl
     return (half[na] != half[nb]) / (rings * per_ring * bw)
 
 
-def _descend_counts(counts: np.ndarray, cap: np.ndarray, R: np.ndarray, ia, ib) -> tuple[float, np.ndarray]:
+def _descend_counts(counts: np.ndarray, cap: np.ndarray, R, ia: np.ndarray, ib: np.ndarray,
+                    max_steps: int | None = None) -> tuple[float, np.ndarray]:
     """The counts of ranks per node (each 1..cap) that a descent of single moves (one rank from
     a node to another) finds from `counts` for the largest load of a uniform all-to-all (one
-    byte per ordered pair of ranks; R: seconds per byte of each ordered pair of nodes on each
-    resource): (that load, the counts). The first best move each step, until none lowers it."""
-    score = lambda c: float(((c[ia] * c[ib]) @ R).max())    # noqa: E731
+    byte per ordered pair of ranks; R: seconds per byte of each ordered pair of nodes (ia[p],
+    ib[p]) on each resource): (that load, the counts). Each step takes the best move (the
+    first of the best, moves ordered by source then destination node), until none lowers
+    the load, at most max_steps (default: the nodes' count). A move from a to b changes each
+    resource's load by u_b - u_a - S_ab (u = (G + G^T) c, S = G + G^T, G the node pairs'
+    seconds per byte): every move of a source node at once, m x resources numbers."""
+    import scipy.sparse as sp
+    m = len(counts)
+    R = sp.csr_matrix(R)
     c = counts.astype(np.float64)
+    pidx = -np.ones((m, m), dtype=np.int64)
+    pidx[ia, ib] = np.arange(len(ia))
+    score = lambda c: float(np.asarray(R.T @ (c[ia] * c[ib])).max())    # noqa: E731
     best = score(c)
-    m = len(c)
-    for _ in range(int(cap.sum())):
+    for _ in range(m if max_steps is None else max_steps):
+        load = np.asarray(R.T @ (c[ia] * c[ib])).ravel()
+        # u[x] = sum_y c[y] (G[x, y] + G[y, x]): pairs (x, y) weighted by c[y], pairs (y, x) by c[y]
+        pairs = np.arange(len(ia))
+        W = sp.csr_matrix((np.r_[c[ib], c[ia]], (np.r_[ia, ib], np.r_[pairs, pairs])), shape=(m, len(ia)))
+        u = np.asarray((W @ R).todense())
         step = None
-        for a in range(m):
-            if c[a] <= 1:
+        for a in np.flatnonzero(c > 1).tolist():
+            bs = np.flatnonzero((c < cap) & (np.arange(m) != a))
+            if not len(bs):
                 continue
-            for b in range(m):
-                if b == a or c[b] >= cap[b]:
-                    continue
-                c[a] -= 1
-                c[b] += 1
-                v = score(c)
-                c[a] += 1
-                c[b] -= 1
-                if v < best * (1 - 1e-9) and (step is None or v < step[0]):
-                    step = (v, a, b)
+            S = np.asarray((R[pidx[a, bs]] + R[pidx[bs, a]]).todense())
+            v = (load[None, :] + u[bs] - u[a][None, :] - S).max(axis=1)
+            k = int(np.argmin(v))
+            if v[k] < best * (1 - 1e-9) and (step is None or v[k] < step[0]):
+                step = (float(v[k]), a, int(bs[k]))
         if step is None:
             break
-        best, a, b = step
+        _, a, b = step
         c[a] -= 1
         c[b] += 1
+        best = score(c)
     return best, c.astype(np.int64)

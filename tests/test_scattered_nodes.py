@@ -136,3 +136,33 @@ def test_restrict_to_counts_and_link_balancing():
     assert sorted(slot.tolist()) == list(range(12))
     before = np.bincount(sub.slot_node[np.arange(12)], minlength=4)
     assert np.array_equal(np.bincount(sub.slot_node[slot], minlength=4), before)
+
+
+def test_descent_of_counts_finds_the_floors_placement():
+    """The floor's node set of NPB FT on Desmos (n0, n1, n2, n19, n21, n31 of a 4x2x2x2 torus
+    of 6-core nodes): with even counts (6-6-5-5-5-5) n1 passes n0's and n2's bytes through its
+    router; the descent of single moves finds the floor's 6-3-5-6-6-6, at the injection floor
+    (2 x 6 x 26 bytes through a 6-rank node's router), and its score is predict's bound."""
+    from rankmap.mapper.predict import pair_model
+    m = mspec.build({"hosts": [f"n{i}" for i in range(32)], "node_topology": ["core:6"], "torus": "4x2x2x2"})
+    S = np.array([0, 1, 2, 19, 21, 31])
+    cap = allocation.node_capacity(m)[S]
+    first = np.array([np.flatnonzero(m.slot_node == k)[0] for k in S])
+    pair = pair_model(m, first, NET)
+    ia, ib = np.array([(a, b) for a in range(6) for b in range(6) if a != b]).T
+    keys, rows, cols, vals = {}, [], [], []
+    for r, (a, b) in enumerate(zip(ia.tolist(), ib.tolist())):
+        for key, spb in pair(a, b)[2]:
+            rows.append(r)
+            cols.append(keys.setdefault(key, len(keys)))
+            vals.append(spb)
+    R = sp.csr_matrix((vals, (rows, cols)), shape=(len(ia), len(keys)))
+    even = allocation._even_counts(cap, 32)
+    assert even.tolist() == [6, 6, 5, 5, 5, 5]
+    floor = 2 * 6 * 26 / NET.nic_bw
+    assert float((R.T @ (even[ia] * even[ib] * 1.0)).max()) > 1.3 * floor
+    score, counts = allocation._descend_counts(even, cap, R, ia, ib)
+    assert counts.tolist() == [6, 3, 5, 6, 6, 6] and score == pytest.approx(floor, rel=1e-9)
+    slot = allocation.first_slots(m, dict(zip(S.tolist(), counts.tolist())))
+    b = predict(sp.coo_matrix(np.ones((32, 32)) - np.eye(32)), None, m, slot, NET)["bounds"]
+    assert max(b["links"], b["nic"], b["bisection"]) == pytest.approx(floor, rel=1e-9)
