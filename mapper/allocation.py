@@ -262,8 +262,8 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
     bench/real_apps/floor.py, holds 6-3-5-6-6-6). Returns up to `keep` per node count (the lowest scores; ties: the earlier
     generated), as (nodes, counts, score), lowest first. Deterministic; at most
     SCATTER_STARTS x (SCATTER_EXTRA + 1) sets, each m^2 routes and a descent of at most m
-    steps of m^2 moves. [] without a network, on one switch, or beyond SCATTER_MAX_NODES
-    nodes."""
+    steps of m^2 moves. [] without a network, on one switch, for one node, or beyond
+    SCATTER_MAX_NODES nodes."""
     import scipy.sparse as sp
 
     from rankmap.mapper.predict import pair_model
@@ -272,7 +272,7 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
     cap = node_capacity(machine)
     N = machine.nnodes
     lo = fewest_nodes(cap, nranks)
-    if lo > SCATTER_MAX_NODES or lo >= N:
+    if lo > SCATTER_MAX_NODES or lo >= N or lo + SCATTER_EXTRA < 2:     # (one node: nothing to scatter)
         return []
     nodes_all = np.arange(N)
     first = np.searchsorted(machine.slot_node, nodes_all) if (np.diff(machine.slot_node) >= 0).all() else \

@@ -85,7 +85,7 @@ def test_scattered_sets_scores_are_predicts_bounds():
     """Each set's score is predict's largest bound (links, routers, bisection) for a uniform
     all-to-all of one byte per ordered pair with those ranks per node; counts within the
     nodes' slots, summing to the ranks; the same sets on a second call; none without a
-    network or on one switch."""
+    network, on one switch, or when one node holds the ranks."""
     for spec, ranks in ((RING, 12), (TWO_LEAVES, 12),
                         ({"hosts": [f"n{i}" for i in range(32)], "node_topology": ["core:6"], "torus": "4x2x2x2"},
                          32)):
@@ -104,6 +104,7 @@ def test_scattered_sets_scores_are_predicts_bounds():
             assert score == pytest.approx(max(b["links"], b["nic"], b["bisection"]), rel=1e-9)
         assert [s for _, _, s in got] == sorted(s for _, _, s in got)
     assert allocation.scattered_node_sets(mspec.build(RING), 12, None) == []
+    assert allocation.scattered_node_sets(mspec.build(RING), 3, NET) == []      # one node holds them
     one_switch = mspec.build({"hosts": [f"n{i}" for i in range(8)], "node_topology": ["core:4"]})
     assert allocation.scattered_node_sets(one_switch, 12, NET) == []
 
