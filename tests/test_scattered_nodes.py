@@ -49,7 +49,8 @@ def test_alltoall_takes_a_scattered_set(tmp_path, spec, ranks):
     bytes through the middle node's router; 3 nodes apart do not. 16 ranks on two leaves:
     4 nodes of one leaf pass every byte through its one switch; 2 nodes on each leaf share
     it with the other leaf's. The scattered set is predicted faster than the compact one
-    that the cost would choose, and the mapping holds the ranks per node it came with."""
+    that the cost would choose (its quick mapping and, searched in full, its final mapping),
+    and the mapping holds the ranks per node it came with."""
     rep = whole(tmp_path, alltoall(ranks), spec, NET)
     ns = rep["node_sets"]
     assert ns["chosen"].startswith("scattered") and ns["by_cost"].startswith("compact")
@@ -57,6 +58,9 @@ def test_alltoall_takes_a_scattered_set(tmp_path, spec, ranks):
     compact = min(v for k, v in est.items() if k.startswith("compact"))
     assert est[ns["chosen"]] < compact * (1 - 0.1)
     assert rep["nodes"] == ns["nodes"][ns["chosen"]] and len(rep["nodes"]) == ranks // 4
+    # both sets searched in full (the final choice's estimates): the scattered one still lower
+    assert ns["final"][ns["chosen"]] < ns["final"][ns["by_cost"]]
+    assert rep["predicted_comm_seconds"][rep["chosen"]] == pytest.approx(ns["final"][ns["chosen"]])
     want = dict(x.split(":") for x in ns["chosen"].split(" ", 1)[1].split(","))
     assert hostfile_counts(tmp_path) == {h: int(c) for h, c in want.items()}
     note = next(n for n in rep["notes"] if n.startswith("whole-cluster mode"))
@@ -67,7 +71,7 @@ def test_alltoall_takes_a_scattered_set(tmp_path, spec, ranks):
 def test_chain_keeps_the_compact_set(tmp_path, spec):
     rep = whole(tmp_path, chain(12), spec, NET)
     ns = rep["node_sets"]
-    assert ns["chosen"] == ns["by_cost"] == "compact 1"
+    assert ns["chosen"] == ns["by_cost"] == "compact 1" and "final" not in ns     # one set searched in full
     assert any(k.startswith("scattered") for k in ns["estimates"])      # compared, not taken
     assert rep["nodes"] == ["n0", "n1", "n2"]
 
