@@ -23,7 +23,9 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     run had); the nodes a profile ran on are always a candidate. parallel: (run, workdir) to
     compute the mapping on a distributed engine (rankmap.mapper.parallel). network: None, or
     the network's speeds (a rankmap.mapper.predict.Network): the final choice among solve's
-    candidate mappings is then made with `rankmap predict`'s estimate (solve.choose_predicted)."""
+    candidate mappings is then made with `rankmap predict`'s estimate (solve.choose_predicted),
+    and in whole-cluster mode the node set too, among compact and scattered ones
+    (_choose_nodes_predicted)."""
     t0 = time.monotonic()
     target = writers.mapping_target(out, force, inputs=inputs_of(traffic, spec))   # checked before any work
     machine = mspec.build(spec)
