@@ -4,7 +4,10 @@
 * whole cluster: among the available nodes, choose a compact part of the network with
   enough slots — on a torus the candidate sub-boxes (every shape and offset, with
   wrap-around) that hold the ranks with the fewest nodes, the most compact first; each
-  of the best few is mapped quickly and the cheapest wins."""
+  of the best few is mapped quickly and the cheapest wins. Knowing the network's speeds
+  (`rankmap map` with a network model), node sets scattered over the network are candidates
+  too (scattered_node_sets: an all-to-all shares many links and routers there), and the
+  candidates' quick mappings are compared by predict's estimate instead of the cost."""
 from __future__ import annotations
 
 import itertools
@@ -17,19 +20,22 @@ from rankmap.profiler.errors import UserError
 
 CANDIDATES = 6
 
+# scattered_node_sets: farthest-point sets grown from at most SCATTER_STARTS nodes (evenly spaced
+# indices), on the fewest nodes that hold the ranks and up to SCATTER_EXTRA more, the SCATTERED
+# best by an all-to-all's bound kept; none beyond SCATTER_MAX_NODES nodes in a set (on an 8x8x8
+# torus all the sets took 0.1 s at 8 nodes, 1.2 s at 32, 4.4 s at 64, 15 s at 128)
+SCATTER_STARTS = 32
+SCATTER_EXTRA = 0
+SCATTERED = 4
+SCATTER_MAX_NODES = 128
+
 
 def restrict(machine: Machine, nodes, slots: np.ndarray | None = None) -> Machine:
     """The same machine reduced to some of its nodes (network coordinates kept), and to some
     of their slots (indices, ascending) if given."""
     from dataclasses import replace
     nodes = np.unique(np.fromiter(nodes, dtype=np.int64))
-    mask = np.zeros(machine.nnodes, dtype=bool)
-    mask[nodes] = True
-    keep = mask[machine.slot_node]
-    if slots is not None:
-        chosen = np.zeros(machine.nslots, dtype=bool)
-        chosen[slots] = True
-        keep &= chosen
+    keep = _kept(machine, nodes, slots)
     remap = -np.ones(machine.nnodes, dtype=np.int64)
     remap[nodes] = np.arange(len(nodes))
     net = machine.network
@@ -38,6 +44,29 @@ def restrict(machine: Machine, nodes, slots: np.ndarray | None = None) -> Machin
     return replace(machine, hosts=[machine.hosts[k] for k in nodes], topos=[machine.topos[k] for k in nodes],
                    network=net, slot_node=remap[machine.slot_node[keep]], slot_core=machine.slot_core[keep],
                    lvl=machine.lvl[keep])
+
+
+def _kept(machine: Machine, nodes: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
+    mask = np.zeros(machine.nnodes, dtype=bool)
+    mask[nodes] = True
+    keep = mask[machine.slot_node]
+    if slots is not None:
+        chosen = np.zeros(machine.nslots, dtype=bool)
+        chosen[slots] = True
+        keep &= chosen
+    return keep
+
+
+def kept_slots(machine: Machine, nodes, slots: np.ndarray | None = None) -> np.ndarray:
+    """The slots of `machine` that restrict(machine, nodes, slots) keeps, in its slot order:
+    slot i of the restricted machine is kept_slots(...)[i] of this one."""
+    return np.flatnonzero(_kept(machine, np.unique(np.fromiter(nodes, dtype=np.int64)), slots))
+
+
+def first_slots(machine: Machine, counts: dict) -> np.ndarray:
+    """The first counts[k] slots (in slot order) of each node k: a fill with these many ranks
+    per node (scattered_node_sets' counts), ascending."""
+    return np.sort(np.concatenate([np.flatnonzero(machine.slot_node == k)[:c] for k, c in counts.items()]))
 
 
 def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
@@ -209,3 +238,146 @@ def _fill_switches(machine: Machine, cap: np.ndarray, nranks: int) -> np.ndarray
             if total >= nranks:
                 return np.sort(np.array(chosen))
     raise UserError("not enough available slots")
+
+
+def fewest_nodes(cap: np.ndarray, nranks: int) -> int:
+    """The fewest nodes that hold the ranks (the biggest first)."""
+    return int(np.searchsorted(np.cumsum(np.sort(cap)[::-1]), nranks) + 1)
+
+
+def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERED) -> list[tuple]:
+    """Node sets spread over the network, for traffic that every pair of ranks exchanges (an
+    all-to-all: on a compact box or one leaf switch its bytes funnel through few links and
+    routers), each with how many ranks each node should hold. Sets of m nodes, m from the
+    fewest that hold the ranks to SCATTER_EXTRA more, grown by farthest point (the next node
+    is the one farthest, in hops, from the nearest node of the set; ties broken by a
+    generator seeded with the start and m, so that different starts give different sets; on
+    a tree of switches this takes the leaves round robin) from up to SCATTER_STARTS starting
+    nodes. Each set is scored by predict's bounds for a uniform all-to-all of one byte per
+    ordered pair of ranks (the largest of the links', the routers' limiters' and the
+    bisection's, each linear in the bytes of each pair of nodes: bench/real_apps/floor.py),
+    with the ranks per node that lower it most: from spread's even counts, one rank moved
+    from a node to another while that lowers the score (a node on other members' routes
+    passes their bytes through its limiter too: the floor's placement of NPB FT on Desmos,
+    bench/real_apps/floor.py, holds 6-3-5-6-6-6). Returns up to `keep` per node count (the lowest scores; ties: the earlier
+    generated), as (nodes, counts, score), lowest first. Deterministic; at most
+    SCATTER_STARTS x (SCATTER_EXTRA + 1) sets, each m^2 routes and a descent of at most m
+    steps of m^2 moves. [] without a network, on one switch, for one node, or beyond
+    SCATTER_MAX_NODES nodes."""
+    import scipy.sparse as sp
+
+    from rankmap.mapper.predict import pair_model
+    if machine.network is None or net is None:
+        return []
+    cap = node_capacity(machine)
+    N = machine.nnodes
+    lo = fewest_nodes(cap, nranks)
+    if lo > SCATTER_MAX_NODES or lo >= N or lo + SCATTER_EXTRA < 2:     # (one node: nothing to scatter)
+        return []
+    nodes_all = np.arange(N)
+    first = np.searchsorted(machine.slot_node, nodes_all) if (np.diff(machine.slot_node) >= 0).all() else \
+        np.array([np.flatnonzero(machine.slot_node == k)[0] for k in nodes_all])
+    starts = np.unique(np.linspace(0, N - 1, min(N, SCATTER_STARTS)).round().astype(np.int64))
+    out = []
+    for m in range(lo, min(N - 1, lo + SCATTER_EXTRA) + 1):
+        found, seen = [], set()
+        for s0 in starts.tolist():
+            rng = np.random.default_rng([int(s0), m])
+            chosen = [s0]
+            near = machine.node_hops(np.full(N, s0), nodes_all).astype(np.float64)
+            near[s0] = -1
+            while len(chosen) < m:
+                far = np.flatnonzero(near == near.max())
+                k = int(far[rng.integers(len(far))])
+                chosen.append(k)
+                near = np.minimum(near, machine.node_hops(np.full(N, k), nodes_all))
+                near[chosen] = -1
+            S = np.sort(np.array(chosen, dtype=np.int64))
+            if cap[S].sum() < nranks or S.tobytes() in seen:
+                continue
+            seen.add(S.tobytes())
+            pair = pair_model(machine, first[S], net)       # rank i on node S[i]
+            ia, ib = np.array([(a, b) for a in range(m) for b in range(m) if a != b], dtype=np.int64).T
+            keys: dict = {}
+            rows, cols, vals = [], [], []
+            for r, (a, b) in enumerate(zip(ia.tolist(), ib.tolist())):
+                for key, spb in pair(a, b)[2]:
+                    rows.append(r)
+                    cols.append(keys.setdefault(key, len(keys)))
+                    vals.append(spb)
+            bis = _bisection_per_byte(machine, S[ia], S[ib], net.link_bw)   # the last column
+            R = sp.csr_matrix((np.r_[vals, bis], (np.r_[rows, np.arange(len(ia))],
+                                                  np.r_[cols, np.full(len(ia), len(keys))])),
+                              shape=(len(ia), len(keys) + 1))       # (duplicates summed)
+            counts = _even_counts(cap[S], nranks)
+            score, counts = _descend_counts(counts, cap[S], R, ia, ib)
+            found.append((score, len(found), S, counts))
+        found.sort(key=lambda x: (x[0], x[1]))
+        out += [(S, c, sc) for sc, _, S, c in found[:keep]]
+    return sorted(out, key=lambda x: x[2])
+
+
+def _even_counts(cap: np.ndarray, nranks: int) -> np.ndarray:
+    """spread's counts: nranks in proportion to the slots, the largest remainders first."""
+    quota = nranks * cap / cap.sum()
+    take = np.floor(quota).astype(np.int64)
+    take[np.argsort(-(quota - take), kind="stable")[:nranks - int(take.sum())]] += 1
+    return take
+
+
+def _bisection_per_byte(machine: Machine, na: np.ndarray, nb: np.ndarray, bw: float) -> np.ndarray:
+    """Seconds per byte that a pair of nodes puts on predict's bisection bound (predict._bisection)."""
+    net = machine.network
+    if not isinstance(net, Torus):
+        return np.zeros(len(na))
+    d = int(np.argmax(net.dims))
+    size = net.dims[d]
+    if size < 2:
+        return np.zeros(len(na))
+    half = net.coords[:, d] < size // 2
+    rings = int(np.prod(net.dims)) // size
+    per_ring = (2 if net.wrap[d] and size > 2 else 1) * 2
+    return (half[na] != half[nb]) / (rings * per_ring * bw)
+
+
+def _descend_counts(counts: np.ndarray, cap: np.ndarray, R, ia: np.ndarray, ib: np.ndarray,
+                    max_steps: int | None = None) -> tuple[float, np.ndarray]:
+    """The counts of ranks per node (each 1..cap) that a descent of single moves (one rank from
+    a node to another) finds from `counts` for the largest load of a uniform all-to-all (one
+    byte per ordered pair of ranks; R: seconds per byte of each ordered pair of nodes (ia[p],
+    ib[p]) on each resource): (that load, the counts). Each step takes the best move (the
+    first of the best, moves ordered by source then destination node), until none lowers
+    the load, at most max_steps (default: the nodes' count). A move from a to b changes each
+    resource's load by u_b - u_a - S_ab (u = (G + G^T) c, S = G + G^T, G the node pairs'
+    seconds per byte): every move of a source node at once, m x resources numbers."""
+    import scipy.sparse as sp
+    m = len(counts)
+    R = sp.csr_matrix(R)
+    c = counts.astype(np.float64)
+    pidx = -np.ones((m, m), dtype=np.int64)
+    pidx[ia, ib] = np.arange(len(ia))
+    score = lambda c: float(np.asarray(R.T @ (c[ia] * c[ib])).max())    # noqa: E731
+    best = score(c)
+    for _ in range(m if max_steps is None else max_steps):
+        load = np.asarray(R.T @ (c[ia] * c[ib])).ravel()
+        # u[x] = sum_y c[y] (G[x, y] + G[y, x]): pairs (x, y) weighted by c[y], pairs (y, x) by c[y]
+        pairs = np.arange(len(ia))
+        W = sp.csr_matrix((np.r_[c[ib], c[ia]], (np.r_[ia, ib], np.r_[pairs, pairs])), shape=(m, len(ia)))
+        u = np.asarray((W @ R).todense())
+        step = None
+        for a in np.flatnonzero(c > 1).tolist():
+            bs = np.flatnonzero((c < cap) & (np.arange(m) != a))
+            if not len(bs):
+                continue
+            S = np.asarray((R[pidx[a, bs]] + R[pidx[bs, a]]).todense())
+            v = (load[None, :] + u[bs] - u[a][None, :] - S).max(axis=1)
+            k = int(np.argmin(v))
+            if v[k] < best * (1 - 1e-9) and (step is None or v[k] < step[0]):
+                step = (float(v[k]), a, int(bs[k]))
+        if step is None:
+            break
+        _, a, b = step
+        c[a] -= 1
+        c[b] += 1
+        best = score(c)
+    return best, c.astype(np.int64)

@@ -49,7 +49,10 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     if not len(g_all):
         return slot, {}
     w_all = Q[g_all, h_all]
-    kind = np.array([hash(t.spec) for t in machine.topos])   # nodes trade contents only with their own kind
+    # nodes trade contents only with their own kind: the same topology and the same cores given
+    # (a machine reduced to some slots of each node: --fill spread, a scattered node set's counts)
+    cores_of = [tuple(sorted(machine.slot_core[machine.slot_node == k].tolist())) for k in range(machine.nnodes)]
+    kind = np.array([hash((t.spec, c)) for t, c in zip(machine.topos, cores_of)])
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
     loads = net.link_loads(pos[g_all], pos[h_all], w_all, injection=False).ravel()
     hop = float((w_all * net.hops(pos[g_all], pos[h_all])).sum())

@@ -23,57 +23,67 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     run had); the nodes a profile ran on are always a candidate. parallel: (run, workdir) to
     compute the mapping on a distributed engine (rankmap.mapper.parallel). network: None, or
     the network's speeds (a rankmap.mapper.predict.Network): the final choice among solve's
-    candidate mappings is then made with `rankmap predict`'s estimate (solve.choose_predicted)."""
+    candidate mappings is then made with `rankmap predict`'s estimate (solve.choose_predicted),
+    and in whole-cluster mode the node set too, among compact and scattered ones
+    (_choose_nodes_predicted)."""
     t0 = time.monotonic()
     target = writers.mapping_target(out, force, inputs=inputs_of(traffic, spec))   # checked before any work
     machine = mspec.build(spec)
     graph = from_traffic(traffic)
     notes = list(traffic.notes)
-    chosen_nodes = None
+    chosen_nodes = node_sets = None
     # --oversubscribe for processes (not --imbalance's units of work): distinct cores first
     processes = not spec.get("imbalance")
     if mode == "whole-cluster":
         one = allocation.cores_first(machine, traffic.size) if processes else None
         search_on = one[0] if one is not None and one[0].nnodes == machine.nnodes else machine   # same node indices
         cands = allocation.candidate_node_sets(search_on, traffic.size)
+        ncompact = len(cands)
         index = {h: k for k, h in enumerate(machine.hosts)}
         for extra in (traffic.hosts(), also_nodes):   # where the run was is a candidate too
             if extra and all(h in index for h in extra):
                 ids = np.array(sorted(index[h] for h in set(extra)))
                 if not any(len(c) == len(ids) and (np.sort(c) == ids).all() for c in cands):
                     cands.append(ids)
-        best = None
-        for nodes in cands:   # a quick mapping on each candidate part, the cheapest wins
-            sub = allocation.restrict(search_on, nodes)
-            if sub.nslots < traffic.size:
-                continue
-            r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine,
-                            fill=fill, graph=graph, quick=True)
-            if best is None or r.cost < best[0]:
-                best = (r.cost, nodes)
-        chosen_nodes = best[1]
-        machine = allocation.restrict(machine, chosen_nodes)
-        notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen "
-                     f"({len(cands)} compact candidate(s) compared)")
-    full, sel = machine, None
-    if fill == "spread" and traffic.size < machine.nslots:
-        machine, sel = allocation.spread(machine, traffic.size)
-        over = f"all {full.nnodes} nodes" if machine.nnodes == full.nnodes else \
-            f"{machine.nnodes} of the {full.nnodes} nodes (one rank each)"
-        notes.append(f"--fill spread: the {traffic.size} ranks take {traffic.size} of the {full.nslots} slots, "
-                     f"spread evenly over {over} and their packages (block and cyclic over the same slots)")
-    elif processes and (packed := allocation.cores_first(machine, traffic.size, even=parallel is None)) is not None:
-        machine, sel, note = packed
-        notes.append(note + " (block and cyclic over the same slots)")
-    timing = predictor = None
-    if parallel is not None:
-        from rankmap.mapper.parallel import map_parallel
-        res, timing = map_parallel(traffic, machine, parallel[0], parallel[1], seed, refine, time_limit, graph)
-    else:
-        predictor = _predictor(traffic, machine, network)
-        res = solve.solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph=graph,
-                          predictor=predictor)
-    notes += res.notes
+        if network is None:
+            best = None
+            for nodes in cands:   # a quick mapping on each candidate part, the cheapest wins
+                sub = allocation.restrict(search_on, nodes)
+                if sub.nslots < traffic.size:
+                    continue
+                r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine,
+                                fill=fill, graph=graph, quick=True)
+                if best is None or r.cost < best[0]:
+                    best = (r.cost, nodes)
+            chosen_nodes = best[1]
+            machine = allocation.restrict(machine, chosen_nodes)
+            notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen "
+                         f"({len(cands)} compact candidate(s) compared)")
+        else:
+            sets, note, node_sets = _choose_nodes_predicted(
+                traffic, graph, search_on, cands, ncompact, network, algorithm, seed, time_limit, refine, fill)
+            finals = {}
+            for name, (nodes, slots) in sets.items():   # the chosen set and the cost's: each searched in full
+                if slots is not None and search_on is not machine:
+                    slots = one[1][slots]                  # the cores' slots: the machine's own indices
+                finals[name] = (nodes, _final(traffic, allocation.restrict(machine, nodes, slots), graph, algorithm,
+                                              seed, tries, time_limit, refine, fill, processes, parallel, network))
+            if len(finals) > 1:
+                est = {k: v[1][4].predicted.get(v[1][4].chosen) for k, v in finals.items()}
+                keep = node_sets["chosen"] if None not in est.values() and \
+                    est[node_sets["chosen"]] < est[node_sets["by_cost"]] else node_sets["by_cost"]
+                node_sets["final"] = est
+                note += (f"; searched in full, {node_sets['chosen']} is predicted {est[node_sets['chosen']]:.4g} s, "
+                         f"{node_sets['by_cost']} {est[node_sets['by_cost']]:.4g} s: {keep} is kept")
+                node_sets["chosen"] = keep
+            chosen_nodes, (full, machine, sel, more, res, predictor, timing) = finals[node_sets["chosen"]]
+            notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen; " + note)
+            notes += more
+    if node_sets is None:
+        full, machine, sel, more, res, predictor, timing = _final(traffic, machine, graph, algorithm, seed, tries,
+                                                                  time_limit, refine, fill, processes, parallel,
+                                                                  network)
+        notes += more
     results = report.compare(traffic.bytes, machine, {"rankmap": res.slot_of_rank}, seed, traffic.placement,
                              by_node=True)
     rep = {
@@ -95,6 +105,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     }
     if timing is not None:
         rep["parallel"] = timing
+    if node_sets is not None:
+        rep["node_sets"] = node_sets
     if getattr(res, "predicted", None):
         run = getattr(predictor, "estimates", "") == "run"
         rep["predicted_run_seconds" if run else "predicted_comm_seconds"] = res.predicted
@@ -111,6 +123,94 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                                    f"{rep['seconds']:.2f} s"))
         console.print(f"Written: {path}/{{{','.join(writers.FILES)}}}")
     return rep
+
+
+def _final(traffic: Traffic, machine, graph, algorithm, seed, tries, time_limit, refine, fill, processes, parallel,
+           network) -> tuple:
+    """The mapping on the nodes chosen: (the machine of those nodes, the machine searched (its
+    slots for --fill spread or --oversubscribe), their slots in the first (None: all), notes,
+    solve's result, the predictor, the parallel engine's timing)."""
+    notes = []
+    full, sel = machine, None
+    if fill == "spread" and traffic.size < machine.nslots:
+        machine, sel = allocation.spread(machine, traffic.size)
+        over = f"all {full.nnodes} nodes" if machine.nnodes == full.nnodes else \
+            f"{machine.nnodes} of the {full.nnodes} nodes (one rank each)"
+        notes.append(f"--fill spread: the {traffic.size} ranks take {traffic.size} of the {full.nslots} slots, "
+                     f"spread evenly over {over} and their packages (block and cyclic over the same slots)")
+    elif processes and (packed := allocation.cores_first(machine, traffic.size, even=parallel is None)) is not None:
+        machine, sel, note = packed
+        notes.append(note + " (block and cyclic over the same slots)")
+    timing = predictor = None
+    if parallel is not None:
+        from rankmap.mapper.parallel import map_parallel
+        res, timing = map_parallel(traffic, machine, parallel[0], parallel[1], seed, refine, time_limit, graph)
+    else:
+        predictor = _predictor(traffic, machine, network)
+        res = solve.solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph=graph,
+                          predictor=predictor)
+    return full, machine, sel, notes + list(res.notes), res, predictor, timing
+
+
+def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncompact: int, network, algorithm, seed,
+                            time_limit, refine, fill) -> tuple:
+    """Whole-cluster mode knowing the network's speeds: the compact candidates (and the run's
+    allocation: cands[ncompact:]) and the node sets scattered over the network
+    (allocation.scattered_node_sets, each with its ranks per node: only those slots are kept)
+    are each mapped quickly, and predict's estimate (the run's time when it estimates runs,
+    as the final choice) chooses among them: a node set's estimate is the lower of its quick
+    mapping's and of block order's on it (a quick mapping can be far from what the final
+    search finds on the same nodes: LULESH 27 on Angara-K1 at /16 took a box whose quick
+    mapping was predicted 4 % faster than block's allocation's and replayed 1.3 % slower
+    than block; docs/real-apps.md). solve.choose_predicted: the set the quick cost prefers
+    is kept unless another is predicted faster by more than its margin. Two estimates per
+    candidate (one when both put the same ranks on the same nodes): up to
+    allocation.CANDIDATES + 2 compact ones and SCATTERED scattered ones (on as few nodes as
+    the compact ones). Returns ({name: (nodes, slots of `machine` to keep or None)} of the
+    chosen set and of the set the quick cost prefers, a note, what report.json says of the
+    choice); run_map then searches both in full when they differ (_final)."""
+    from rankmap.mapper import baselines
+    named, costs = {}, {}
+    for i, nodes in enumerate(cands):
+        named[f"compact {i + 1}" if i < ncompact else f"allocation {i + 1 - ncompact}"] = (np.asarray(nodes), None)
+    for nodes, counts, _ in allocation.scattered_node_sets(machine, traffic.size, network):
+        slots = allocation.first_slots(machine, dict(zip(nodes.tolist(), counts.tolist())))
+        named["scattered " + ",".join(f"{machine.hosts[k]}:{c}" for k, c in zip(nodes, counts))] = (nodes, slots)
+    predictor = _predictor(traffic, machine, network)
+    pool, of = {}, {}
+    for name, (nodes, slots) in named.items():
+        sub = allocation.restrict(machine, nodes, slots)
+        if sub.nslots < traffic.size:
+            continue
+        r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine, fill=fill,
+                        graph=graph, quick=True)
+        kept = allocation.kept_slots(machine, nodes, slots)
+        pool[name] = kept[r.slot_of_rank]
+        pool[f"{name}, block order"] = kept[baselines.block(traffic.size, sub)]
+        of[name] = of[f"{name}, block order"] = name
+        costs[name] = r.cost
+    by_cost = min(costs, key=costs.get)       # the choice without a network (ties: the first)
+    pick, predicted = solve.choose_predicted(pool, by_cost, machine, predictor)
+    estimates = {}
+    for k, v in predicted.items():           # each node set: the lower of its two
+        estimates[of[k]] = min(v, estimates.get(of[k], v))
+    what = "run time" if getattr(predictor, "estimates", "") == "run" else "communication"
+    scat = sum(1 for k in costs if k.startswith("scattered"))
+    chosen = of[pick]
+    note = (f"{len(costs) - scat} compact (boxes, leaves, the run's allocation) and {scat} scattered candidate(s) "
+            f"compared by predict's {what} of a quick mapping and of block order on each: {pick} "
+            f"({predicted[pick]:.4g} s)")
+    if chosen != by_cost:
+        note += f" against {by_cost} ({estimates[by_cost]:.4g} s), the cheapest by the cost"
+    else:
+        others = {k: v for k, v in estimates.items() if k != chosen}
+        if others:
+            nxt = min(others, key=others.get)
+            note += f"; next {nxt} ({others[nxt]:.4g} s)"
+    nodes = {k: [machine.hosts[x] for x in named[k][0]] for k in estimates}
+    return {k: named[k] for k in (chosen, by_cost)}, note, {"chosen": chosen, "by_cost": by_cost,
+                                                            "estimates": estimates, "mapping": pick, "what": what,
+                                                            "nodes": nodes}
 
 
 def _predictor(traffic: Traffic, machine, network):

@@ -88,7 +88,9 @@ def _network_speeds(source: str):
 @click.option("--network-speeds", metavar="FILE|DIR",
               help="The network's speeds: a `rankmap probe` file or a `rankmap platform` directory. rankmap then "
               "makes its final choice among its candidate mappings (its own, block, cyclic, the input order) with "
-              "`rankmap predict`'s estimate, when one is more than 1 %% faster than the cost's choice.")
+              "`rankmap predict`'s estimate, when one is more than 1 %% faster than the cost's choice. With --mode "
+              "whole-cluster it also chooses the nodes that way, among compact ones and sets scattered over the "
+              "network (an all-to-all runs faster where its bytes share many links and routers).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limit, no_refine, fill, mode, imbalance,
             out, force, plots, parallel, parallel_launcher, network_speeds, as_json, **mopts):
