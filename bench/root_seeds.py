@@ -52,14 +52,25 @@ def main() -> int:
     ap.add_argument("--seeds-off", type=int, default=1)
     ap.add_argument("--seeds-on", type=int, default=backends.ROOT_SEEDS)
     a = ap.parse_args()
+    try:
+        hiers = [tuple(int(x) for x in h.split(":")) for h in a.hier.split(",")]
+    except ValueError:
+        ap.error(f"--hier {a.hier!r}: a comma list of a1:a2:r, e.g. 4:8:2")
+    if any(len(h) != 3 or min(h) < 1 for h in hiers) or min(a.seeds_off, a.seeds_on) < 1:
+        ap.error("--hier takes a1:a2:r of positive integers, --seeds-off/--seeds-on at least 1")
+    graphs = {}
+    for g in a.graphs.split(","):
+        try:
+            graphs[g] = MS.load_graph(g)
+        except (FileNotFoundError, ValueError) as e:
+            ap.error(f"graph {g!r}: {e or 'not found'} (names: bench/mapper_standard.py's sets, or a METIS file)")
     best, sm = recorded()
     rows = []
     print(f"{'graph':22s} {'hier':7s} {'J ' + str(a.seeds_off) + ' seed(s)':>14s} {'J ' + str(a.seeds_on):>10s} "
           f"{'ratio':>7s} {'CPU s':>13s} {'/best':>13s} {'SharedMap s':>11s}")
-    for g in a.graphs.split(","):
-        W = MS.load_graph(g)
-        for h in a.hier.split(","):
-            a1, a2, r = (int(x) for x in h.split(":"))
+    for g, W in graphs.items():
+        for a1, a2, r in hiers:
+            h = f"{a1}:{a2}:{r}"
             m, _ = MS.machine_for(W.shape[0], a1, a2, r, MS.EPS)
             t = Traffic(bytes=(W * 0.5).tocsr(), source="bench", format="synthetic")
             out = []
