@@ -63,7 +63,8 @@ def main() -> int:
         try:
             graphs[g] = MS.load_graph(g)
         except (FileNotFoundError, ValueError) as e:
-            ap.error(f"graph {g!r}: {e or 'not found'} (names: bench/mapper_standard.py's sets, or a METIS file)")
+            ap.error(f"graph {g!r}: {'not found' if isinstance(e, FileNotFoundError) else e} "
+                     "(names: bench/mapper_standard.py's sets, or a METIS file)")
     best, sm = recorded()
     rows = []
     print(f"{'graph':22s} {'hier':7s} {'J ' + str(a.seeds_off) + ' seed(s)':>14s} {'J ' + str(a.seeds_on):>10s} "
