@@ -76,11 +76,7 @@ def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
     search then moves ranks among these slots only, so the spread holds (on the whole machine
     the local search packed them back). Returns (the reduced machine, its slots' indices in
     the whole machine)."""
-    cap = node_capacity(machine)
-    quota = nranks * cap / cap.sum()
-    take = np.floor(quota).astype(np.int64)
-    extra = nranks - int(take.sum())
-    take[np.argsort(-(quota - take), kind="stable")[:extra]] += 1
+    take = _even_counts(node_capacity(machine), nranks)
     # On each node, its packages (and NUMA nodes) are queues, ordered by their lowest core,
     # each holding its slots by (round of the core, core); the node takes its first take[k]
     # slots round robin over the queues: by (position in its queue, queue). In numpy: the loop
@@ -318,7 +314,8 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
 
 
 def _even_counts(cap: np.ndarray, nranks: int) -> np.ndarray:
-    """spread's counts: nranks in proportion to the slots, the largest remainders first."""
+    """Ranks per node in proportion to their slots, the largest remainders first (spread's and
+    scattered_node_sets' counts)."""
     quota = nranks * cap / cap.sum()
     take = np.floor(quota).astype(np.int64)
     take[np.argsort(-(quota - take), kind="stable")[:nranks - int(take.sum())]] += 1
