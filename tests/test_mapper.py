@@ -655,6 +655,36 @@ def test_split_groups_finds_the_cut_and_keeps_capacities():
     assert np.bincount(part, minlength=2).max() <= 12
 
 
+def test_split_groups_big_batch_still_finds_each_cut():
+    """A batch the size of a 10^5-rank machine's node splits (1,024 groups of 64 ranks: one
+    greedy start each, smallsplit.c BIG_GROUPS) still finds every group's cut: two shuffled
+    cliques of 32 joined by one light edge, halves of 32 exactly."""
+    import scipy.sparse as sp
+    from rankmap.mapper.partition import _int64_csr
+    from rankmap.mapper.refine import split_groups
+    G, m = 1024, 64
+    rng = np.random.default_rng(3)
+    rows, cols, vals = [], [], []
+    for g in range(G):
+        a = rng.permutation(m) + m * g
+        for half in (a[:32], a[32:]):
+            i, j = np.meshgrid(half, half)
+            keep = i != j
+            rows.append(i[keep]), cols.append(j[keep]), vals.append(np.full(keep.sum(), 50.0))
+        rows.append([a[0], a[32]]), cols.append([a[32], a[0]]), vals.append([1.0, 1.0])
+    n = G * m
+    W = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    W.sort_indices()
+    csr = _int64_csr(W)
+    pos = np.full(n, -1, dtype=np.int64)
+    ranks, gptr = np.arange(n), np.arange(0, n + 1, m)
+    heads = np.stack([gptr[:-1], gptr[:-1] + 32], axis=1)
+    part = split_groups(*csr, ranks, gptr, np.full((G, 2), 32), 7, pos, heads, np.zeros(n, dtype=np.int64))
+    coo = W.tocoo()
+    assert (part.reshape(G, m).sum(axis=1) == 32).all()
+    assert W.data[part[coo.row] != part[coo.col]].sum() == 2.0 * G        # only the light edges
+
+
 def test_split_groups_orients_as_the_python_split_does():
     """With the machine (Problem), each group's two halves go to the children the way
     partition._orient sends them: the half that talks to an outsider goes to the child
