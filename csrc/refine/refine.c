@@ -145,6 +145,10 @@ static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
  * 7.2 s -> 3.5 s (renumbering alone 5.2 s), the same cost (0.9629 of the start against
  * 0.9634); a 3-D stencil 2.3 s -> 0.5 s. */
 #define BLOCK_ORDER_ABOVE 20000
+/* PREFETCH: a pass is bound by the latency of reading scattered partners' rows (perf: 30 % of
+ * it on one load); prefetching a rank's partners' rows before scanning them, and a screened
+ * candidate's occupant's edges before its j-side, lets the misses overlap. Random traffic,
+ * 10^5 ranks, 3 passes, same process alternating: 2.35-2.6 s -> 1.77-1.9 s, the same moves. */
 #define ORDER_BLOCK 64
 #define SCREEN_KEEP 6
 #define SCREEN_HUGE 500000
@@ -383,9 +387,13 @@ static void uniform_groups(const rm_problem *p, pass_scratch *sc)
 
 static inline void slot_row(const rm_problem *p, int64_t t, int64_t *out)
 {
-    memcpy(out, p->lvl + t * p->nlevels, sizeof(int64_t) * (size_t)p->nlevels);
-    if (p->ndims)
-        memcpy(out + p->nlevels, p->coords + t * p->ndims, sizeof(int64_t) * (size_t)p->ndims);
+    /* plain loops: a row is a few words, and memcpy of a run-time size was a libc call per
+     * candidate slot (10 % of a pass at 10^5 ranks) */
+    const int64_t *l = p->lvl + t * p->nlevels, *c = p->coords + t * p->ndims;
+    for (int q = 0; q < p->nlevels; q++)
+        out[q] = l[q];
+    for (int d = 0; d < p->ndims; d++)
+        out[p->nlevels + d] = c[d];
 }
 
 static inline double dist_r(const rm_problem *p, const int64_t *a, const int64_t *b)
@@ -397,6 +405,10 @@ static inline double dist_r(const rm_problem *p, const int64_t *a, const int64_t
 static inline double vcost_r(const rm_problem *p, const pass_scratch *sc, int64_t v, const int64_t *r)
 {
     double c = 0;
+    /* the partners' rows are scattered (cache misses that the branchy level loop below would
+     * wait for one at a time): ask for all of them first (PREFETCH) */
+    for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
+        __builtin_prefetch(sc->row + p->adj[e] * sc->width);
     for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
         c += p->w[e] * dist_r(p, r, sc->row + p->adj[e] * sc->width);
     return c;
@@ -512,8 +524,10 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
         if ((idx & 1023) == 0 && now() > deadline)
             break;
         int64_t i = order[idx], best_t = -1;
-        for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++)
+        for (int64_t e = p->xadj[i]; e < p->xadj[i + 1]; e++) {
             wn[p->adj[e]] = p->w[e];
+            __builtin_prefetch(sc->row + p->adj[e] * wd); /* group_cost reads them next (PREFETCH) */
+        }
         double base_i = sc->base[i];
         double best = 1e-9 * (1.0 + base_i); /* relative threshold: no churn on ties */
         if (full) {
@@ -569,6 +583,8 @@ static int64_t pass(const rm_problem *p, int64_t *slot, int64_t *occ, int64_t *o
                         const int64_t *ri = sc->row + i * sc->width;
                         double wij = wn[occ[t]], wd = wij != 0.0 ? wij * dist_r(p, ri, rt) : 0.0;
                         st[ns] = t, sg[ns] = base_i - wd - vi, ns++;
+                        __builtin_prefetch(p->xadj + occ[t]); /* the j-side's first reads (PREFETCH) */
+                        __builtin_prefetch(sc->base + occ[t]);
                         continue;
                     }
                     double gg = gain_at(p, occ, i, base_i, sc, t, rt, vi);
