@@ -387,8 +387,8 @@ static void uniform_groups(const rm_problem *p, pass_scratch *sc)
 
 static inline void slot_row(const rm_problem *p, int64_t t, int64_t *out)
 {
-    /* plain loops: a row is a few words, and memcpy of a run-time size was a libc call per
-     * candidate slot (10 % of a pass at 10^5 ranks) */
+    /* plain loops (kept so by csrc/refine/CMakeLists.txt): a row is a few words, and memcpy
+     * of a run-time size was a libc call per candidate slot (10 % of a pass at 10^5 ranks) */
     const int64_t *l = p->lvl + t * p->nlevels, *c = p->coords + t * p->ndims;
     for (int q = 0; q < p->nlevels; q++)
         out[q] = l[q];
