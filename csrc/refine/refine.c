@@ -145,10 +145,6 @@ static void apply(int64_t *slot, int64_t *occ, int64_t i, int64_t t)
  * 7.2 s -> 3.5 s (renumbering alone 5.2 s), the same cost (0.9629 of the start against
  * 0.9634); a 3-D stencil 2.3 s -> 0.5 s. */
 #define BLOCK_ORDER_ABOVE 20000
-/* PREFETCH: a pass is bound by the latency of reading scattered partners' rows (perf: 30 % of
- * it on one load); prefetching a rank's partners' rows before scanning them, and a screened
- * candidate's occupant's edges before its j-side, lets the misses overlap. Random traffic,
- * 10^5 ranks, 3 passes, same process alternating: 2.35-2.6 s -> 1.77-1.9 s, the same moves. */
 #define ORDER_BLOCK 64
 #define SCREEN_KEEP 6
 #define SCREEN_HUGE 500000
@@ -401,6 +397,10 @@ static inline double dist_r(const rm_problem *p, const int64_t *a, const int64_t
     return dist_rows(p, a, a + p->nlevels, b, b + p->nlevels);
 }
 
+/* PREFETCH: a pass is bound by the latency of reading scattered partners' rows (perf: 30 % of
+ * it on one load); prefetching a rank's partners' rows before scanning them, and a screened
+ * candidate's occupant's edges before its j-side, lets the misses overlap. Random traffic,
+ * 10^5 ranks, 3 passes, same process alternating: 2.35-2.6 s -> 1.77-1.9 s, the same moves. */
 /* vcost on rows: v's cost on the slot whose row is r */
 static inline double vcost_r(const rm_problem *p, const pass_scratch *sc, int64_t v, const int64_t *r)
 {
