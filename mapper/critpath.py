@@ -515,7 +515,13 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
     ranks wait on flows, not on times fixed when the messages start. Every start or end of a
     flow recomputes the shares of all the active ones, so the cost grows with the number
     of messages times the flows under way: `budget` caps the work (flow-resource entries
-    visited; about 2.5 million a second here) and raises TooCostly past it."""
+    visited, plus the resources squared: 2.3 million for NPB FT B 32, 0.33 s of CPU for the
+    whole replay here, 1.46 s with the flow-by-flow loop this used before) and raises
+    TooCostly past it. The
+    active flows are held in arrays (_Flows) and shared with numpy, every sum in the order
+    the flows started and ties between resources drawn as the loop drew them, so the rates
+    are the loop's to the last bit (the loop is kept as the reference in
+    tests/test_critpath_run.py) and so are the estimates."""
     import heapq
     from itertools import count
     P = sched.size
@@ -523,58 +529,19 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
     info = R.info
     seq = count()
     heap: list = []                    # (time, seq, kind, payload): 0 rank resumes, 1 flow starts moving bytes
-    flows: dict = {}                   # id -> [bytes left, rate, ((resource, s per byte), ...), penalty, reqs]
+    flows = _Flows()
     now = [0.0]
     nxt = [float("inf")]               # when the first active flow ends
-
     work = [0]
 
     def share():
-        """Max-min rates of the active flows (progressive filling), and the next end."""
-        by_res: dict = defaultdict(list)
-        load: dict = defaultdict(float)
-        for k, f in flows.items():
-            ip = 1.0 / f[3]
-            for rid, c in f[2]:
-                by_res[rid].append(k)
-                load[rid] += c * ip
-        cnt = {rid: len(v) for rid, v in by_res.items()}
-        work[0] += sum(cnt.values()) + len(cnt) * len(cnt)
-        if budget is not None and work[0] > budget:
-            raise TooCostly
-        used = dict.fromkeys(load, 0.0)
-        fixed: set = set()
-        while load:
-            best, lvl = None, float("inf")
-            for rid, s in load.items():
-                v = (1.0 - used[rid]) / s
-                if v < lvl:
-                    best, lvl = rid, v
-            if lvl < 0.0:
-                lvl = 0.0
-            for k in by_res[best]:
-                if k in fixed:
-                    continue
-                fixed.add(k)
-                f = flows[k]
-                ip = 1.0 / f[3]
-                x = f[1] = lvl * ip
-                for rid, c in f[2]:
-                    if rid in load:
-                        used[rid] += x * c
-                        cnt[rid] -= 1
-                        if cnt[rid]:
-                            load[rid] -= c * ip
-                        else:
-                            del load[rid]
-        t = now[0]
-        nxt[0] = min((t + f[0] / f[1] if f[1] > 0 else float("inf") for f in flows.values()), default=float("inf"))
+        work[0] += flows.share(budget, work[0])
+        nxt[0] = flows.next_end(now[0])
 
     def advance(t):
         dt = t - now[0]
         if dt > 0:                     # never back: an event behind the clock happens now
-            for f in flows.values():
-                f[0] -= f[1] * dt
+            flows.advance(dt)
             now[0] = t
 
     def start(i, j, size, t0, reqs):
@@ -611,22 +578,16 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         for q in open_reqs:
             waiting[id(q)].append(r)
 
-    R.earliest = lambda: min(heap[0][0] if heap else float("inf"), nxt[0] if flows else float("inf"))
+    R.earliest = lambda: min(heap[0][0] if heap else float("inf"), nxt[0] if flows.alive else float("inf"))
     R.requeue, R.message, R.on_blocked = requeue, message, blocked
     R.entered = lambda last: [wake(x, last) for x in range(P)]
-    fid = count()
-    while heap or flows:
+    while heap or flows.alive:
         th = heap[0][0] if heap else float("inf")
-        if flows and nxt[0] <= th:     # flows end first
+        if flows.alive and nxt[0] <= th:     # flows end first
             te = nxt[0]
             advance(te)
-            eps = 1e-12 * max(te, 1e-9)        # flows within rounding of their end end together
-            ended = [k for k, f in flows.items() if f[0] <= 1e-6 or (f[1] > 0 and f[0] / f[1] <= eps)]
-            if not ended:
-                ended = [min(flows, key=lambda k: flows[k][0] / flows[k][1] if flows[k][1] > 0 else float("inf"))]
-            for k in ended:
-                f = flows.pop(k)
-                for q in f[4]:
+            for reqs in flows.end(1e-12 * max(te, 1e-9)):   # flows within rounding of their end end together
+                for q in reqs:
                     q[3] = te
                     for x in waiting.pop(id(q), ()):
                         wake(x, te)
@@ -637,8 +598,7 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
             advance(tm)
             while True:                # the flows that start at this instant, then one sharing for all
                 size, res, reqs, lat = payload
-                pen = lat + WEIGHT_S * sum(c for _, c in res)
-                flows[next(fid)] = [float(size), 0.0, res, pen, reqs]
+                flows.add(float(size), res, lat + WEIGHT_S * sum(c for _, c in res), reqs)
                 if not heap or heap[0][2] != 1 or heap[0][0] > tm:
                     break
                 payload = heapq.heappop(heap)[3]
@@ -651,3 +611,164 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         if not R.fin[r]:
             R.step(r)
     return R.end()
+
+
+class _Flows:
+    """run_time_fluid's active flows, in the order they started: bytes left, rate, 1 / the
+    flow's penalty (its weight in the sharing) per flow; each flow's route as entries
+    (flow, resource, seconds per byte), contiguous per flow. Ended flows are dropped from
+    the arrays when they are more than half of them (the order kept)."""
+
+    def __init__(self):
+        self.n = self.m = self.alive = 0          # flows held, route entries held, flows not ended
+        self.left = np.zeros(64)
+        self.rate = np.zeros(64)
+        self.ip = np.zeros(64)
+        self.on = np.zeros(64, dtype=bool)
+        self.first = np.zeros(65, dtype=np.int64)  # flow k's entries: first[k]:first[k + 1]
+        self.reqs: list = []
+        self.e_flow = np.zeros(256, dtype=np.int64)
+        self.e_res = np.zeros(256, dtype=np.int64)
+        self.e_c = np.zeros(256)
+        self.rid: dict = {}                        # resource -> its number
+        self.routes: dict = {}                     # id(route) -> (route, numbers, seconds per byte)
+
+    def add(self, size: float, res: tuple, pen: float, reqs) -> None:
+        got = self.routes.get(id(res))
+        if got is None or got[0] is not res:
+            ids = np.array([self.rid.setdefault(r, len(self.rid)) for r, _ in res], dtype=np.int64)
+            got = self.routes[id(res)] = (res, ids, np.array([c for _, c in res], dtype=float))
+        _, ids, cs = got
+        if self.n == len(self.left):
+            if self.alive <= self.n // 2:
+                self._compact()
+            else:
+                self._grow_flows()
+        while self.m + len(ids) > len(self.e_res):
+            self._grow_entries()
+        k, m = self.n, self.m
+        self.left[k], self.rate[k], self.ip[k], self.on[k] = size, 0.0, 1.0 / pen, True
+        self.reqs.append(reqs)
+        self.e_flow[m:m + len(ids)] = k
+        self.e_res[m:m + len(ids)] = ids
+        self.e_c[m:m + len(ids)] = cs
+        self.m = m + len(ids)
+        self.n = k + 1
+        self.first[self.n] = self.m
+        self.alive += 1
+
+    def _grow_flows(self) -> None:
+        c = 2 * len(self.left)
+        for a in ("left", "rate", "ip", "on"):
+            old = getattr(self, a)
+            new = np.zeros(c, dtype=old.dtype)
+            new[:self.n] = old[:self.n]
+            setattr(self, a, new)
+        first = np.zeros(c + 1, dtype=np.int64)
+        first[:self.n + 1] = self.first[:self.n + 1]
+        self.first = first
+
+    def _grow_entries(self) -> None:
+        c = 2 * len(self.e_res)
+        for a in ("e_flow", "e_res", "e_c"):
+            old = getattr(self, a)
+            new = np.zeros(c, dtype=old.dtype)
+            new[:self.m] = old[:self.m]
+            setattr(self, a, new)
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.on[:self.n])
+        ek = self.on[self.e_flow[:self.m]]
+        lens = np.diff(self.first[:self.n + 1])[keep]
+        a = len(keep)
+        for name in ("left", "rate", "ip", "on"):
+            arr = getattr(self, name)
+            arr[:a] = arr[keep]
+        self.reqs = [self.reqs[k] for k in keep.tolist()]
+        self.e_res[:int(lens.sum())] = self.e_res[:self.m][ek]
+        self.e_c[:int(lens.sum())] = self.e_c[:self.m][ek]
+        self.e_flow[:int(lens.sum())] = np.repeat(np.arange(a), lens)
+        self.first[0] = 0
+        self.first[1:a + 1] = np.cumsum(lens)
+        self.n, self.m = a, int(lens.sum())
+
+    def advance(self, dt: float) -> None:
+        n = self.n
+        self.left[:n] -= self.rate[:n] * dt
+
+    def end(self, eps: float) -> list:
+        """End the flows done (within `eps` of their end), or else the first to end: their
+        requests, in the order the flows started."""
+        k = np.flatnonzero(self.on[:self.n])
+        f0, f1 = self.left[k], self.rate[k]
+        pos = f1 > 0
+        t = np.full(len(k), np.inf)
+        t[pos] = f0[pos] / f1[pos]
+        done = k[(f0 <= 1e-6) | (pos & (t <= eps))]
+        if not len(done):
+            done = k[[int(np.argmin(t))]]
+        self.on[done] = False
+        self.alive -= len(done)
+        return [self.reqs[x] for x in done.tolist()]
+
+    def next_end(self, t: float) -> float:
+        k = np.flatnonzero(self.on[:self.n])
+        f1 = self.rate[k]
+        pos = f1 > 0
+        if not pos.any():
+            return float("inf")
+        return float((t + self.left[k][pos] / f1[pos]).min())
+
+    def share(self, budget, spent: int) -> int:
+        """Max-min rates of the active flows (progressive filling: the resource that fills
+        first at the level it allows, the flows through it fixed at that level over their
+        penalty, and again). Returns the work done (entries + resources squared; TooCostly
+        when `spent` plus it passes `budget`)."""
+        if not self.alive:
+            return 0
+        ek = self.on[self.e_flow[:self.m]]
+        ef = self.e_flow[:self.m][ek]
+        er = self.e_res[:self.m][ek]
+        ec = self.e_c[:self.m][ek]
+        nres = len(self.rid)
+        cnt = np.bincount(er, minlength=nres)
+        live = cnt > 0
+        w = self.work_of(len(ef), int(live.sum()))
+        if budget is not None and spent + w > budget:
+            raise TooCostly
+        ip = self.ip[ef]                            # each entry's flow's 1 / penalty
+        load = np.bincount(er, weights=ec * ip, minlength=nres)   # summed in the flows' order
+        used = np.zeros(nres)
+        fixed = np.zeros(len(ef), dtype=bool)       # per entry: its flow's rate is set
+        met = None                                  # where each resource is first met (ties)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            while live.any():
+                v = (1.0 - used) / load
+                v[~live] = np.inf
+                best = int(np.argmin(v))
+                lvl = float(v[best])
+                tie = np.flatnonzero(v == lvl)
+                if len(tie) > 1:                      # the first met of the lowest, as a loop over them would
+                    if met is None:
+                        met = np.full(nres, len(er))
+                        np.minimum.at(met, er, np.arange(len(er)))
+                    best = int(tie[np.argmin(met[tie])])
+                if lvl < 0.0:
+                    lvl = 0.0
+                fl = ef[(er == best) & ~fixed]        # the flows through it not fixed yet
+                now = np.zeros(self.n, dtype=bool)
+                now[fl] = True
+                mine = now[ef]                        # their entries
+                fixed |= mine
+                self.rate[fl] = lvl * self.ip[fl]
+                xe = lvl * ip[mine]                   # each entry's flow's rate
+                rr, cc = er[mine], ec[mine]
+                np.add.at(used, rr, xe * cc)          # in the flows' order, as one by one
+                np.subtract.at(load, rr, cc * ip[mine])
+                cnt -= np.bincount(rr, minlength=nres)
+                live &= cnt > 0
+        return w
+
+    @staticmethod
+    def work_of(entries: int, resources: int) -> int:
+        return entries + resources * resources
