@@ -574,7 +574,15 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         for x in waiting.pop(id(reqs[1]), ()) if d is not None else ():
             wake(x, d)
 
+    on = [None] * P                    # the wait each rank is registered for
+
     def blocked(r, open_reqs):
+        # once per wait: its requests only complete, so a rank woken and blocked again waits
+        # for some of those it registered for, and a second registration would only wake it
+        # where the first already has (a rank queued is not queued twice)
+        if on[r] is R.waits[r]:
+            return
+        on[r] = R.waits[r]
         for q in open_reqs:
             waiting[id(q)].append(r)
 
