@@ -516,12 +516,11 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
     flow recomputes the shares of all the active ones, so the cost grows with the number
     of messages times the flows under way: `budget` caps the work (flow-resource entries
     visited, plus the resources squared: 2.3 million for NPB FT B 32, 0.33 s of CPU for the
-    whole replay here, 1.46 s with the flow-by-flow loop this used before) and raises
-    TooCostly past it. The
-    active flows are held in arrays (_Flows) and shared with numpy, every sum in the order
-    the flows started and ties between resources drawn as the loop drew them, so the rates
-    are the loop's to the last bit (the loop is kept as the reference in
-    tests/test_critpath_run.py) and so are the estimates."""
+    whole replay, 1.46 s when every sharing was a loop over the flows) and raises TooCostly
+    past it. The active flows (_Flows) are shared by that loop while they are few, and from
+    _Flows.ARRAYS_AT under way with numpy on arrays, every sum in the order the flows
+    started and ties between resources drawn as the loop draws them, so the rates are the
+    loop's to the last bit (tests/test_critpath_run.py) and so are the estimates."""
     import heapq
     from itertools import count
     P = sched.size
@@ -622,26 +621,52 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
 
 
 class _Flows:
-    """run_time_fluid's active flows, in the order they started: bytes left, rate, 1 / the
-    flow's penalty (its weight in the sharing) per flow; each flow's route as entries
-    (flow, resource, seconds per byte), contiguous per flow. Ended flows are dropped from
-    the arrays when they are more than half of them (the order kept)."""
+    """run_time_fluid's active flows, in the order they started. Few of them (a pipeline's
+    messages, NPB LU's): a dict of [bytes left, rate, route, penalty, requests], shared by
+    a loop over them (_share_loop), where numpy's cost per call would be most of the
+    work. From ARRAYS_AT flows under way (NPB FT's alltoalls: hundreds) until fewer than
+    DICT_BELOW are: arrays of bytes left, rate, 1 / penalty per flow and each flow's route
+    as entries (flow, resource, seconds per byte), contiguous per flow, shared with numpy
+    (_share_arrays); ended flows are dropped from the arrays when they are more than half
+    of them. Both give the same rates to the last bit, so where it switches changes the
+    time a replay takes, not its result."""
+
+    ARRAYS_AT = 48
+    DICT_BELOW = 24
 
     def __init__(self):
-        self.n = self.m = self.alive = 0          # flows held, route entries held, flows not ended
+        self.alive = 0                             # flows not ended
+        self.d: dict | None = {}                   # the dict form (None: the arrays)
+        self.fid = 0
+        self.rid: dict = {}                        # resource -> its number (arrays)
+        self.routes: dict = {}                     # id(route) -> (route, numbers, seconds per byte)
+        self._empty_arrays()
+
+    def _empty_arrays(self) -> None:
+        self.n = self.m = 0                        # flows held, route entries held
         self.left = np.zeros(64)
         self.rate = np.zeros(64)
         self.ip = np.zeros(64)
         self.on = np.zeros(64, dtype=bool)
         self.first = np.zeros(65, dtype=np.int64)  # flow k's entries: first[k]:first[k + 1]
-        self.reqs: list = []
+        self.kept: list = []                       # per flow (route, penalty, requests)
         self.e_flow = np.zeros(256, dtype=np.int64)
         self.e_res = np.zeros(256, dtype=np.int64)
         self.e_c = np.zeros(256)
-        self.rid: dict = {}                        # resource -> its number
-        self.routes: dict = {}                     # id(route) -> (route, numbers, seconds per byte)
 
     def add(self, size: float, res: tuple, pen: float, reqs) -> None:
+        self.alive += 1
+        if self.d is not None:
+            self.d[self.fid] = [size, 0.0, res, pen, reqs]
+            self.fid += 1
+            if self.alive >= self.ARRAYS_AT:
+                flows, self.d = self.d, None
+                for f in flows.values():
+                    self._add_array(f[0], f[2], f[3], f[4], f[1])
+            return
+        self._add_array(size, res, pen, reqs, 0.0)
+
+    def _add_array(self, size: float, res: tuple, pen: float, reqs, rate: float) -> None:
         got = self.routes.get(id(res))
         if got is None or got[0] is not res:
             ids = np.array([self.rid.setdefault(r, len(self.rid)) for r, _ in res], dtype=np.int64)
@@ -655,15 +680,14 @@ class _Flows:
         while self.m + len(ids) > len(self.e_res):
             self._grow_entries()
         k, m = self.n, self.m
-        self.left[k], self.rate[k], self.ip[k], self.on[k] = size, 0.0, 1.0 / pen, True
-        self.reqs.append(reqs)
+        self.left[k], self.rate[k], self.ip[k], self.on[k] = size, rate, 1.0 / pen, True
+        self.kept.append((res, pen, reqs))
         self.e_flow[m:m + len(ids)] = k
         self.e_res[m:m + len(ids)] = ids
         self.e_c[m:m + len(ids)] = cs
         self.m = m + len(ids)
         self.n = k + 1
         self.first[self.n] = self.m
-        self.alive += 1
 
     def _grow_flows(self) -> None:
         c = 2 * len(self.left)
@@ -688,25 +712,36 @@ class _Flows:
         keep = np.flatnonzero(self.on[:self.n])
         ek = self.on[self.e_flow[:self.m]]
         lens = np.diff(self.first[:self.n + 1])[keep]
-        a = len(keep)
+        a, m = len(keep), int(lens.sum())
         for name in ("left", "rate", "ip", "on"):
             arr = getattr(self, name)
             arr[:a] = arr[keep]
-        self.reqs = [self.reqs[k] for k in keep.tolist()]
-        self.e_res[:int(lens.sum())] = self.e_res[:self.m][ek]
-        self.e_c[:int(lens.sum())] = self.e_c[:self.m][ek]
-        self.e_flow[:int(lens.sum())] = np.repeat(np.arange(a), lens)
+        self.kept = [self.kept[k] for k in keep.tolist()]
+        self.e_res[:m] = self.e_res[:self.m][ek]
+        self.e_c[:m] = self.e_c[:self.m][ek]
+        self.e_flow[:m] = np.repeat(np.arange(a), lens)
         self.first[0] = 0
         self.first[1:a + 1] = np.cumsum(lens)
-        self.n, self.m = a, int(lens.sum())
+        self.n, self.m = a, m
 
     def advance(self, dt: float) -> None:
+        if self.d is not None:
+            for f in self.d.values():
+                f[0] -= f[1] * dt
+            return
         n = self.n
         self.left[:n] -= self.rate[:n] * dt
 
     def end(self, eps: float) -> list:
         """End the flows done (within `eps` of their end), or else the first to end: their
         requests, in the order the flows started."""
+        if self.d is not None:
+            flows = self.d
+            ended = [k for k, f in flows.items() if f[0] <= 1e-6 or (f[1] > 0 and f[0] / f[1] <= eps)]
+            if not ended:
+                ended = [min(flows, key=lambda k: flows[k][0] / flows[k][1] if flows[k][1] > 0 else float("inf"))]
+            self.alive -= len(ended)
+            return [flows.pop(k)[4] for k in ended]
         k = np.flatnonzero(self.on[:self.n])
         f0, f1 = self.left[k], self.rate[k]
         pos = f1 > 0
@@ -717,9 +752,19 @@ class _Flows:
             done = k[[int(np.argmin(t))]]
         self.on[done] = False
         self.alive -= len(done)
-        return [self.reqs[x] for x in done.tolist()]
+        out = [self.kept[x][2] for x in done.tolist()]
+        if self.alive < self.DICT_BELOW:          # few left: back to the dict, in the same order
+            k = np.flatnonzero(self.on[:self.n]).tolist()
+            self.d = {self.fid + i: [float(self.left[x]), float(self.rate[x]), *self.kept[x]]
+                      for i, x in enumerate(k)}
+            self.fid += len(k)
+            self._empty_arrays()
+        return out
 
     def next_end(self, t: float) -> float:
+        if self.d is not None:
+            return min((t + f[0] / f[1] if f[1] > 0 else float("inf") for f in self.d.values()),
+                       default=float("inf"))
         k = np.flatnonzero(self.on[:self.n])
         f1 = self.rate[k]
         pos = f1 > 0
@@ -729,9 +774,14 @@ class _Flows:
 
     def share(self, budget, spent: int) -> int:
         """Max-min rates of the active flows (progressive filling: the resource that fills
-        first at the level it allows, the flows through it fixed at that level over their
-        penalty, and again). Returns the work done (entries + resources squared; TooCostly
-        when `spent` plus it passes `budget`)."""
+        first at the level it allows, the first met of those that tie, the flows through it
+        fixed at that level over their penalty, and again). Returns the work done (route
+        entries + resources squared); TooCostly when `spent` plus it passes `budget`."""
+        if self.d is not None:
+            return _share_loop(self.d, budget, spent)
+        return self._share_arrays(budget, spent)
+
+    def _share_arrays(self, budget, spent: int) -> int:
         if not self.alive:
             return 0
         ek = self.on[self.e_flow[:self.m]]
@@ -780,3 +830,45 @@ class _Flows:
     @staticmethod
     def work_of(entries: int, resources: int) -> int:
         return entries + resources * resources
+
+
+def _share_loop(flows: dict, budget, spent: int) -> int:
+    """_Flows.share over the dict form, flow by flow (the flow replay's sharing as first
+    written): sets each flow's rate (f[1])."""
+    by_res: dict = defaultdict(list)
+    load: dict = defaultdict(float)
+    for k, f in flows.items():
+        ip = 1.0 / f[3]
+        for rid, c in f[2]:
+            by_res[rid].append(k)
+            load[rid] += c * ip
+    cnt = {rid: len(v) for rid, v in by_res.items()}
+    w = sum(cnt.values()) + len(cnt) * len(cnt)
+    if budget is not None and spent + w > budget:
+        raise TooCostly
+    used = dict.fromkeys(load, 0.0)
+    fixed: set = set()
+    while load:
+        best, lvl = None, float("inf")
+        for rid, s in load.items():
+            v = (1.0 - used[rid]) / s
+            if v < lvl:
+                best, lvl = rid, v
+        if lvl < 0.0:
+            lvl = 0.0
+        for k in by_res[best]:
+            if k in fixed:
+                continue
+            fixed.add(k)
+            f = flows[k]
+            ip = 1.0 / f[3]
+            x = f[1] = lvl * ip
+            for rid, c in f[2]:
+                if rid in load:
+                    used[rid] += x * c
+                    cnt[rid] -= 1
+                    if cnt[rid]:
+                        load[rid] -= c * ip
+                    else:
+                        del load[rid]
+    return w
