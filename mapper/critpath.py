@@ -623,68 +623,24 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
 class _Flows:
     """run_time_fluid's active flows, in the order they started. Few of them (a pipeline's
     messages, NPB LU's): a dict of [bytes left, rate, route, penalty, requests], shared by
-    a loop over them (_share_dict, _fill), where numpy's cost per call would be most of
-    the work; each resource's flows and the sum of their weights (load0: summed in the
-    order the flows started, again only where a flow ends) are kept from one sharing to
-    the next. From ARRAYS_AT flows under way (NPB FT's alltoalls: hundreds) until fewer
-    than DICT_BELOW are: arrays of bytes left, rate, 1 / penalty per flow and each flow's
-    route as entries (flow, resource, seconds per byte), contiguous per flow, shared with
-    numpy (_share_arrays); ended flows are dropped from the arrays when they are more than
-    half of them. Both give the same rates to the last bit, so where it switches changes
-    the time a replay takes, not its result. Per sharing (median, LULESH 27 / NPB FT B 32
-    on Desmos): 32-48 flows 51 / 96 us as the dict, 91 / 59 us as arrays; 64-96 flows
-    107 / 168 us and 97 / 78 us; 400-1,000 flows (FT) 1,151 us and 126 us.
-    """
+    a loop over them (_share_loop), where numpy's cost per call would be most of the
+    work. From ARRAYS_AT flows under way (NPB FT's alltoalls: hundreds) until fewer than
+    DICT_BELOW are: arrays of bytes left, rate, 1 / penalty per flow and each flow's route
+    as entries (flow, resource, seconds per byte), contiguous per flow, shared with numpy
+    (_share_arrays); ended flows are dropped from the arrays when they are more than half
+    of them. Both give the same rates to the last bit, so where it switches changes the
+    time a replay takes, not its result."""
 
-    ARRAYS_AT = 64
-    DICT_BELOW = 40
+    ARRAYS_AT = 48
+    DICT_BELOW = 24
 
     def __init__(self):
         self.alive = 0                             # flows not ended
+        self.d: dict | None = {}                   # the dict form (None: the arrays)
         self.fid = 0
-        self._empty_dict()
         self.rid: dict = {}                        # resource -> its number (arrays)
         self.routes: dict = {}                     # id(route) -> (route, numbers, seconds per byte)
         self._empty_arrays()
-
-    def _empty_dict(self) -> None:
-        self.d: dict | None = {}                   # fid -> [bytes left, rate, route, penalty, requests] (None: the arrays)
-        self.by_res: dict = {}                     # resource -> its flows, in order
-        self.terms: dict = {}                      # resource -> their seconds per byte / penalty, in order
-        self.load0: dict = {}                      # resource -> the sum of those
-        self.pos: dict = {}                        # fid -> {resource: its first place in the flow's route}
-
-    def _add_dict(self, fid: int, f: list) -> None:
-        self.d[fid] = f
-        ip = 1.0 / f[3]
-        p: dict = {}
-        by_res, terms, load0 = self.by_res, self.terms, self.load0
-        for i, (rid, c) in enumerate(f[2]):
-            p.setdefault(rid, i)
-            x = c * ip
-            if rid in by_res:
-                by_res[rid].append(fid)
-                terms[rid].append(x)
-                load0[rid] += x
-            else:
-                by_res[rid], terms[rid], load0[rid] = [fid], [x], 0.0 + x
-        self.pos[fid] = p
-
-    def _drop_dict(self, fid: int) -> list:
-        """Flow fid ends: its entry in the dict form, taken out."""
-        f = self.d.pop(fid)
-        for rid in self.pos.pop(fid):
-            keep = [(k, x) for k, x in zip(self.by_res[rid], self.terms[rid]) if k != fid]
-            if not keep:
-                del self.by_res[rid], self.terms[rid], self.load0[rid]
-                continue
-            self.by_res[rid] = [k for k, _ in keep]
-            self.terms[rid] = [x for _, x in keep]
-            t = 0.0
-            for _, x in keep:                      # summed again in order, as from scratch
-                t += x
-            self.load0[rid] = t
-        return f
 
     def _empty_arrays(self) -> None:
         self.n = self.m = 0                        # flows held, route entries held
@@ -701,12 +657,10 @@ class _Flows:
     def add(self, size: float, res: tuple, pen: float, reqs) -> None:
         self.alive += 1
         if self.d is not None:
-            self._add_dict(self.fid, [size, 0.0, res, pen, reqs])
+            self.d[self.fid] = [size, 0.0, res, pen, reqs]
             self.fid += 1
             if self.alive >= self.ARRAYS_AT:
-                flows = self.d
-                self._empty_dict()
-                self.d = None
+                flows, self.d = self.d, None
                 for f in flows.values():
                     self._add_array(f[0], f[2], f[3], f[4], f[1])
             return
@@ -787,7 +741,7 @@ class _Flows:
             if not ended:
                 ended = [min(flows, key=lambda k: flows[k][0] / flows[k][1] if flows[k][1] > 0 else float("inf"))]
             self.alive -= len(ended)
-            return [self._drop_dict(k)[4] for k in ended]
+            return [flows.pop(k)[4] for k in ended]
         k = np.flatnonzero(self.on[:self.n])
         f0, f1 = self.left[k], self.rate[k]
         pos = f1 > 0
@@ -801,10 +755,9 @@ class _Flows:
         out = [self.kept[x][2] for x in done.tolist()]
         if self.alive < self.DICT_BELOW:          # few left: back to the dict, in the same order
             k = np.flatnonzero(self.on[:self.n]).tolist()
-            self._empty_dict()
-            for x in k:
-                self._add_dict(self.fid, [float(self.left[x]), float(self.rate[x]), *self.kept[x]])
-                self.fid += 1
+            self.d = {self.fid + i: [float(self.left[x]), float(self.rate[x]), *self.kept[x]]
+                      for i, x in enumerate(k)}
+            self.fid += len(k)
             self._empty_arrays()
         return out
 
@@ -825,23 +778,8 @@ class _Flows:
         fixed at that level over their penalty, and again). Returns the work done (route
         entries + resources squared); TooCostly when `spent` plus it passes `budget`."""
         if self.d is not None:
-            return self._share_dict(budget, spent)
+            return _share_loop(self.d, budget, spent)
         return self._share_arrays(budget, spent)
-
-    def _share_dict(self, budget, spent: int) -> int:
-        """The loop's sharing, its first pass (each resource's flows and load) kept from the
-        sharing before: the resources in the order a pass over the flows meets them (by
-        their first flow, then their place in its route)."""
-        by_res, flows, pos = self.by_res, self.d, self.pos
-        order = sorted(by_res, key=lambda r: (by_res[r][0], pos[by_res[r][0]][r]))
-        load0 = self.load0
-        load = {r: load0[r] for r in order}
-        cnt = {r: len(by_res[r]) for r in order}
-        w = sum(cnt.values()) + len(cnt) * len(cnt)
-        if budget is not None and spent + w > budget:
-            raise TooCostly
-        _fill(flows, by_res, load, cnt)
-        return w
 
     def _share_arrays(self, budget, spent: int) -> int:
         if not self.alive:
@@ -894,11 +832,20 @@ class _Flows:
         return entries + resources * resources
 
 
-def _fill(flows: dict, by_res: dict, load: dict, cnt: dict) -> None:
-    """The dict form's progressive filling, flow by flow (the flow replay's sharing as first
-    written): load (each resource's weights' sum, in the order the resources are first met
-    in the flows' routes) and cnt (its flows not fixed) are consumed; each flow's rate is
-    set (f[1])."""
+def _share_loop(flows: dict, budget, spent: int) -> int:
+    """_Flows.share over the dict form, flow by flow (the flow replay's sharing as first
+    written): sets each flow's rate (f[1])."""
+    by_res: dict = defaultdict(list)
+    load: dict = defaultdict(float)
+    for k, f in flows.items():
+        ip = 1.0 / f[3]
+        for rid, c in f[2]:
+            by_res[rid].append(k)
+            load[rid] += c * ip
+    cnt = {rid: len(v) for rid, v in by_res.items()}
+    w = sum(cnt.values()) + len(cnt) * len(cnt)
+    if budget is not None and spent + w > budget:
+        raise TooCostly
     used = dict.fromkeys(load, 0.0)
     fixed: set = set()
     while load:
@@ -924,3 +871,4 @@ def _fill(flows: dict, by_res: dict, load: dict, cnt: dict) -> None:
                         load[rid] -= c * ip
                     else:
                         del load[rid]
+    return w
