@@ -515,7 +515,12 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
     ranks wait on flows, not on times fixed when the messages start. Every start or end of a
     flow recomputes the shares of all the active ones, so the cost grows with the number
     of messages times the flows under way: `budget` caps the work (flow-resource entries
-    visited; about 2.5 million a second here) and raises TooCostly past it."""
+    visited, plus the resources squared: 2.3 million for NPB FT B 32, 0.33 s of CPU for the
+    whole replay, 1.46 s when every sharing was a loop over the flows) and raises TooCostly
+    past it. The active flows (_Flows) are shared by that loop while they are few, and from
+    _Flows.ARRAYS_AT under way with numpy on arrays, every sum in the order the flows
+    started and ties between resources drawn as the loop draws them, so the rates are the
+    loop's to the last bit (tests/test_critpath_run.py) and so are the estimates."""
     import heapq
     from itertools import count
     P = sched.size
@@ -523,58 +528,19 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
     info = R.info
     seq = count()
     heap: list = []                    # (time, seq, kind, payload): 0 rank resumes, 1 flow starts moving bytes
-    flows: dict = {}                   # id -> [bytes left, rate, ((resource, s per byte), ...), penalty, reqs]
+    flows = _Flows()
     now = [0.0]
     nxt = [float("inf")]               # when the first active flow ends
-
     work = [0]
 
     def share():
-        """Max-min rates of the active flows (progressive filling), and the next end."""
-        by_res: dict = defaultdict(list)
-        load: dict = defaultdict(float)
-        for k, f in flows.items():
-            ip = 1.0 / f[3]
-            for rid, c in f[2]:
-                by_res[rid].append(k)
-                load[rid] += c * ip
-        cnt = {rid: len(v) for rid, v in by_res.items()}
-        work[0] += sum(cnt.values()) + len(cnt) * len(cnt)
-        if budget is not None and work[0] > budget:
-            raise TooCostly
-        used = dict.fromkeys(load, 0.0)
-        fixed: set = set()
-        while load:
-            best, lvl = None, float("inf")
-            for rid, s in load.items():
-                v = (1.0 - used[rid]) / s
-                if v < lvl:
-                    best, lvl = rid, v
-            if lvl < 0.0:
-                lvl = 0.0
-            for k in by_res[best]:
-                if k in fixed:
-                    continue
-                fixed.add(k)
-                f = flows[k]
-                ip = 1.0 / f[3]
-                x = f[1] = lvl * ip
-                for rid, c in f[2]:
-                    if rid in load:
-                        used[rid] += x * c
-                        cnt[rid] -= 1
-                        if cnt[rid]:
-                            load[rid] -= c * ip
-                        else:
-                            del load[rid]
-        t = now[0]
-        nxt[0] = min((t + f[0] / f[1] if f[1] > 0 else float("inf") for f in flows.values()), default=float("inf"))
+        work[0] += flows.share(budget, work[0])
+        nxt[0] = flows.next_end(now[0])
 
     def advance(t):
         dt = t - now[0]
         if dt > 0:                     # never back: an event behind the clock happens now
-            for f in flows.values():
-                f[0] -= f[1] * dt
+            flows.advance(dt)
             now[0] = t
 
     def start(i, j, size, t0, reqs):
@@ -607,26 +573,28 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         for x in waiting.pop(id(reqs[1]), ()) if d is not None else ():
             wake(x, d)
 
+    on = [None] * P                    # the wait each rank is registered for
+
     def blocked(r, open_reqs):
+        # once per wait: its requests only complete, so a rank woken and blocked again waits
+        # for some of those it registered for, and a second registration would only wake it
+        # where the first already has (a rank queued is not queued twice)
+        if on[r] is R.waits[r]:
+            return
+        on[r] = R.waits[r]
         for q in open_reqs:
             waiting[id(q)].append(r)
 
-    R.earliest = lambda: min(heap[0][0] if heap else float("inf"), nxt[0] if flows else float("inf"))
+    R.earliest = lambda: min(heap[0][0] if heap else float("inf"), nxt[0] if flows.alive else float("inf"))
     R.requeue, R.message, R.on_blocked = requeue, message, blocked
     R.entered = lambda last: [wake(x, last) for x in range(P)]
-    fid = count()
-    while heap or flows:
+    while heap or flows.alive:
         th = heap[0][0] if heap else float("inf")
-        if flows and nxt[0] <= th:     # flows end first
+        if flows.alive and nxt[0] <= th:     # flows end first
             te = nxt[0]
             advance(te)
-            eps = 1e-12 * max(te, 1e-9)        # flows within rounding of their end end together
-            ended = [k for k, f in flows.items() if f[0] <= 1e-6 or (f[1] > 0 and f[0] / f[1] <= eps)]
-            if not ended:
-                ended = [min(flows, key=lambda k: flows[k][0] / flows[k][1] if flows[k][1] > 0 else float("inf"))]
-            for k in ended:
-                f = flows.pop(k)
-                for q in f[4]:
+            for reqs in flows.end(1e-12 * max(te, 1e-9)):   # flows within rounding of their end end together
+                for q in reqs:
                     q[3] = te
                     for x in waiting.pop(id(q), ()):
                         wake(x, te)
@@ -637,8 +605,7 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
             advance(tm)
             while True:                # the flows that start at this instant, then one sharing for all
                 size, res, reqs, lat = payload
-                pen = lat + WEIGHT_S * sum(c for _, c in res)
-                flows[next(fid)] = [float(size), 0.0, res, pen, reqs]
+                flows.add(float(size), res, lat + WEIGHT_S * sum(c for _, c in res), reqs)
                 if not heap or heap[0][2] != 1 or heap[0][0] > tm:
                     break
                 payload = heapq.heappop(heap)[3]
@@ -651,3 +618,257 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
         if not R.fin[r]:
             R.step(r)
     return R.end()
+
+
+class _Flows:
+    """run_time_fluid's active flows, in the order they started. Few of them (a pipeline's
+    messages, NPB LU's): a dict of [bytes left, rate, route, penalty, requests], shared by
+    a loop over them (_share_loop), where numpy's cost per call would be most of the
+    work. From ARRAYS_AT flows under way (NPB FT's alltoalls: hundreds) until fewer than
+    DICT_BELOW are: arrays of bytes left, rate, 1 / penalty per flow and each flow's route
+    as entries (flow, resource, seconds per byte), contiguous per flow, shared with numpy
+    (_share_arrays); ended flows are dropped from the arrays when they are more than half
+    of them. Both give the same rates to the last bit, so where it switches changes the
+    time a replay takes, not its result."""
+
+    ARRAYS_AT = 48
+    DICT_BELOW = 24
+
+    def __init__(self):
+        self.alive = 0                             # flows not ended
+        self.d: dict | None = {}                   # the dict form (None: the arrays)
+        self.fid = 0
+        self.rid: dict = {}                        # resource -> its number (arrays)
+        self.routes: dict = {}                     # id(route) -> (route, numbers, seconds per byte)
+        self._empty_arrays()
+
+    def _empty_arrays(self) -> None:
+        self.n = self.m = 0                        # flows held, route entries held
+        self.left = np.zeros(64)
+        self.rate = np.zeros(64)
+        self.ip = np.zeros(64)
+        self.on = np.zeros(64, dtype=bool)
+        self.first = np.zeros(65, dtype=np.int64)  # flow k's entries: first[k]:first[k + 1]
+        self.kept: list = []                       # per flow (route, penalty, requests)
+        self.e_flow = np.zeros(256, dtype=np.int64)
+        self.e_res = np.zeros(256, dtype=np.int64)
+        self.e_c = np.zeros(256)
+
+    def add(self, size: float, res: tuple, pen: float, reqs) -> None:
+        self.alive += 1
+        if self.d is not None:
+            self.d[self.fid] = [size, 0.0, res, pen, reqs]
+            self.fid += 1
+            if self.alive >= self.ARRAYS_AT:
+                flows, self.d = self.d, None
+                for f in flows.values():
+                    self._add_array(f[0], f[2], f[3], f[4], f[1])
+            return
+        self._add_array(size, res, pen, reqs, 0.0)
+
+    def _add_array(self, size: float, res: tuple, pen: float, reqs, rate: float) -> None:
+        got = self.routes.get(id(res))
+        if got is None or got[0] is not res:
+            ids = np.array([self.rid.setdefault(r, len(self.rid)) for r, _ in res], dtype=np.int64)
+            got = self.routes[id(res)] = (res, ids, np.array([c for _, c in res], dtype=float))
+        _, ids, cs = got
+        if self.n == len(self.left):
+            if self.alive <= self.n // 2:
+                self._compact()
+            else:
+                self._grow_flows()
+        while self.m + len(ids) > len(self.e_res):
+            self._grow_entries()
+        k, m = self.n, self.m
+        self.left[k], self.rate[k], self.ip[k], self.on[k] = size, rate, 1.0 / pen, True
+        self.kept.append((res, pen, reqs))
+        self.e_flow[m:m + len(ids)] = k
+        self.e_res[m:m + len(ids)] = ids
+        self.e_c[m:m + len(ids)] = cs
+        self.m = m + len(ids)
+        self.n = k + 1
+        self.first[self.n] = self.m
+
+    def _grow_flows(self) -> None:
+        c = 2 * len(self.left)
+        for a in ("left", "rate", "ip", "on"):
+            old = getattr(self, a)
+            new = np.zeros(c, dtype=old.dtype)
+            new[:self.n] = old[:self.n]
+            setattr(self, a, new)
+        first = np.zeros(c + 1, dtype=np.int64)
+        first[:self.n + 1] = self.first[:self.n + 1]
+        self.first = first
+
+    def _grow_entries(self) -> None:
+        c = 2 * len(self.e_res)
+        for a in ("e_flow", "e_res", "e_c"):
+            old = getattr(self, a)
+            new = np.zeros(c, dtype=old.dtype)
+            new[:self.m] = old[:self.m]
+            setattr(self, a, new)
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.on[:self.n])
+        ek = self.on[self.e_flow[:self.m]]
+        lens = np.diff(self.first[:self.n + 1])[keep]
+        a, m = len(keep), int(lens.sum())
+        for name in ("left", "rate", "ip", "on"):
+            arr = getattr(self, name)
+            arr[:a] = arr[keep]
+        self.kept = [self.kept[k] for k in keep.tolist()]
+        self.e_res[:m] = self.e_res[:self.m][ek]
+        self.e_c[:m] = self.e_c[:self.m][ek]
+        self.e_flow[:m] = np.repeat(np.arange(a), lens)
+        self.first[0] = 0
+        self.first[1:a + 1] = np.cumsum(lens)
+        self.n, self.m = a, m
+
+    def advance(self, dt: float) -> None:
+        if self.d is not None:
+            for f in self.d.values():
+                f[0] -= f[1] * dt
+            return
+        n = self.n
+        self.left[:n] -= self.rate[:n] * dt
+
+    def end(self, eps: float) -> list:
+        """End the flows done (within `eps` of their end), or else the first to end: their
+        requests, in the order the flows started."""
+        if self.d is not None:
+            flows = self.d
+            ended = [k for k, f in flows.items() if f[0] <= 1e-6 or (f[1] > 0 and f[0] / f[1] <= eps)]
+            if not ended:
+                ended = [min(flows, key=lambda k: flows[k][0] / flows[k][1] if flows[k][1] > 0 else float("inf"))]
+            self.alive -= len(ended)
+            return [flows.pop(k)[4] for k in ended]
+        k = np.flatnonzero(self.on[:self.n])
+        f0, f1 = self.left[k], self.rate[k]
+        pos = f1 > 0
+        t = np.full(len(k), np.inf)
+        t[pos] = f0[pos] / f1[pos]
+        done = k[(f0 <= 1e-6) | (pos & (t <= eps))]
+        if not len(done):
+            done = k[[int(np.argmin(t))]]
+        self.on[done] = False
+        self.alive -= len(done)
+        out = [self.kept[x][2] for x in done.tolist()]
+        if self.alive < self.DICT_BELOW:          # few left: back to the dict, in the same order
+            k = np.flatnonzero(self.on[:self.n]).tolist()
+            self.d = {self.fid + i: [float(self.left[x]), float(self.rate[x]), *self.kept[x]]
+                      for i, x in enumerate(k)}
+            self.fid += len(k)
+            self._empty_arrays()
+        return out
+
+    def next_end(self, t: float) -> float:
+        if self.d is not None:
+            return min((t + f[0] / f[1] if f[1] > 0 else float("inf") for f in self.d.values()),
+                       default=float("inf"))
+        k = np.flatnonzero(self.on[:self.n])
+        f1 = self.rate[k]
+        pos = f1 > 0
+        if not pos.any():
+            return float("inf")
+        return float((t + self.left[k][pos] / f1[pos]).min())
+
+    def share(self, budget, spent: int) -> int:
+        """Max-min rates of the active flows (progressive filling: the resource that fills
+        first at the level it allows, the first met of those that tie, the flows through it
+        fixed at that level over their penalty, and again). Returns the work done (route
+        entries + resources squared); TooCostly when `spent` plus it passes `budget`."""
+        if self.d is not None:
+            return _share_loop(self.d, budget, spent)
+        return self._share_arrays(budget, spent)
+
+    def _share_arrays(self, budget, spent: int) -> int:
+        if not self.alive:
+            return 0
+        ek = self.on[self.e_flow[:self.m]]
+        ef = self.e_flow[:self.m][ek]
+        er = self.e_res[:self.m][ek]
+        ec = self.e_c[:self.m][ek]
+        nres = len(self.rid)
+        cnt = np.bincount(er, minlength=nres)
+        live = cnt > 0
+        w = self.work_of(len(ef), int(live.sum()))
+        if budget is not None and spent + w > budget:
+            raise TooCostly
+        ip = self.ip[ef]                            # each entry's flow's 1 / penalty
+        load = np.bincount(er, weights=ec * ip, minlength=nres)   # summed in the flows' order
+        used = np.zeros(nres)
+        fixed = np.zeros(len(ef), dtype=bool)       # per entry: its flow's rate is set
+        met = None                                  # where each resource is first met (ties)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            while live.any():
+                v = (1.0 - used) / load
+                v[~live] = np.inf
+                best = int(np.argmin(v))
+                lvl = float(v[best])
+                tie = np.flatnonzero(v == lvl)
+                if len(tie) > 1:                      # the first met of the lowest, as a loop over them would
+                    if met is None:
+                        met = np.full(nres, len(er))
+                        np.minimum.at(met, er, np.arange(len(er)))
+                    best = int(tie[np.argmin(met[tie])])
+                if lvl < 0.0:
+                    lvl = 0.0
+                fl = ef[(er == best) & ~fixed]        # the flows through it not fixed yet
+                now = np.zeros(self.n, dtype=bool)
+                now[fl] = True
+                mine = now[ef]                        # their entries
+                fixed |= mine
+                self.rate[fl] = lvl * self.ip[fl]
+                xe = lvl * ip[mine]                   # each entry's flow's rate
+                rr, cc = er[mine], ec[mine]
+                np.add.at(used, rr, xe * cc)          # in the flows' order, as one by one
+                np.subtract.at(load, rr, cc * ip[mine])
+                cnt -= np.bincount(rr, minlength=nres)
+                live &= cnt > 0
+        return w
+
+    @staticmethod
+    def work_of(entries: int, resources: int) -> int:
+        return entries + resources * resources
+
+
+def _share_loop(flows: dict, budget, spent: int) -> int:
+    """_Flows.share over the dict form, flow by flow (the flow replay's sharing as first
+    written): sets each flow's rate (f[1])."""
+    by_res: dict = defaultdict(list)
+    load: dict = defaultdict(float)
+    for k, f in flows.items():
+        ip = 1.0 / f[3]
+        for rid, c in f[2]:
+            by_res[rid].append(k)
+            load[rid] += c * ip
+    cnt = {rid: len(v) for rid, v in by_res.items()}
+    w = sum(cnt.values()) + len(cnt) * len(cnt)
+    if budget is not None and spent + w > budget:
+        raise TooCostly
+    used = dict.fromkeys(load, 0.0)
+    fixed: set = set()
+    while load:
+        best, lvl = None, float("inf")
+        for rid, s in load.items():
+            v = (1.0 - used[rid]) / s
+            if v < lvl:
+                best, lvl = rid, v
+        if lvl < 0.0:
+            lvl = 0.0
+        for k in by_res[best]:
+            if k in fixed:
+                continue
+            fixed.add(k)
+            f = flows[k]
+            ip = 1.0 / f[3]
+            x = f[1] = lvl * ip
+            for rid, c in f[2]:
+                if rid in load:
+                    used[rid] += x * c
+                    cnt[rid] -= 1
+                    if cnt[rid]:
+                        load[rid] -= c * ip
+                    else:
+                        del load[rid]
+    return w

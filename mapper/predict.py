@@ -294,7 +294,9 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
     return out
 
 
-FLUID_BUDGET = 3e7    # critpath.run_time_fluid's work cap (about 2 s of CPU per mapping estimated)
+# critpath.run_time_fluid's work cap, in its units (NPB FT B 32's replay: 2.3 million, 1.46 s of CPU with the
+# flow-by-flow sharing this cap was set with, 0.33 s with critpath._Flows; unchanged, so the same replays are chosen)
+FLUID_BUDGET = 3e7
 
 
 def replay_epoch(schedule) -> int:

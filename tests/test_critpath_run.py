@@ -279,6 +279,132 @@ def test_compare_estimates_a_row_alike(tmp_path, monkeypatch):
     assert all(o.seconds > 0 for o in res.values())
 
 
+def _share_loop(flows: dict) -> dict:
+    """The flow replay's sharing as it was written before _Flows, flow by flow (flows: id ->
+    [bytes left, rate, ((resource, s per byte), ...), penalty]): id -> rate."""
+    from collections import defaultdict
+    by_res, load = defaultdict(list), defaultdict(float)
+    for k, f in flows.items():
+        for rid, c in f[2]:
+            by_res[rid].append(k)
+            load[rid] += c * (1.0 / f[3])
+    cnt = {rid: len(v) for rid, v in by_res.items()}
+    used, fixed, rate = dict.fromkeys(load, 0.0), set(), {}
+    while load:
+        best, lvl = None, float("inf")
+        for rid, s in load.items():
+            v = (1.0 - used[rid]) / s
+            if v < lvl:
+                best, lvl = rid, v
+        lvl = max(lvl, 0.0)
+        for k in by_res[best]:
+            if k in fixed:
+                continue
+            fixed.add(k)
+            ip = 1.0 / flows[k][3]
+            x = rate[k] = lvl * ip
+            for rid, c in flows[k][2]:
+                if rid in load:
+                    used[rid] += x * c
+                    cnt[rid] -= 1
+                    if cnt[rid]:
+                        load[rid] -= c * ip
+                    else:
+                        del load[rid]
+    return rate
+
+
+def _sharing_against_the_loop(seed: int, nlinks: int, nroutes: int, hops: int, steps: int, most: int,
+                               arrays: bool = True) -> tuple:
+    """Flows on random routes start (1 to `most` at a time) and a third of them end, `steps`
+    times; after each start _Flows.share (its arrays, or its dict: `arrays`) and the loop
+    must give the same rates. Returns the flows started and those the arrays hold at the end."""
+    from rankmap.mapper.critpath import _Flows
+    rng = np.random.default_rng(seed)
+    links = [(("l", k), 1e-9) for k in range(nlinks)] + [(("n", k), 1.5e-9) for k in range(nlinks // 3)]
+    routes = [tuple(links[x] for x in rng.choice(len(links), size=rng.integers(1, hops + 1), replace=False))
+              for _ in range(nroutes)]
+    fl, ref, started = _Flows(), {}, 0
+    fl.ARRAYS_AT, fl.DICT_BELOW = (1, 0) if arrays else (10 ** 9, 0)
+    for step in range(steps):
+        for _ in range(int(rng.integers(1, most + 1))):
+            res = routes[int(rng.integers(len(routes)))]
+            pen = float(rng.choice([1e-6, 3e-6])) + 8775.0 * sum(c for _, c in res)
+            fl.add(1e6, res, pen, [step])
+            ref[started] = [1e6, 0.0, res, pen]
+            started += 1
+        fl.share(None, 0)
+        want = _share_loop(ref)
+        if arrays:                                          # the flows alive, in the order they started
+            got = fl.rate[np.flatnonzero(fl.on[:fl.n])]
+        else:
+            got = [f[1] for f in fl.d.values()]
+        assert len(got) == len(ref) and all(got[i] == want[k] for i, k in enumerate(ref)), (seed, step)
+        gone = list(ref)[::3]                               # a third of them end
+        for k in gone:
+            del ref[k]
+        if arrays:
+            alive = np.flatnonzero(fl.on[:fl.n])
+            fl.on[alive[::3]] = False
+        else:
+            for k in list(fl.d)[::3]:
+                del fl.d[k]
+        fl.alive -= len(gone)
+    return started, fl.n
+
+
+def test_flow_sharing_is_the_loops_to_the_bit():
+    """The flow replay's sharing (critpath._Flows: numpy on its arrays, a loop on its dict)
+    gives every flow the rate the flow-by-flow loop gives, to the last bit, while flows
+    start and end (the arrays compacted in between): many flows on 16 resources, and 400
+    small cases of 8 resources where resources tie and which is filled first changes the
+    rates' last bits (the loop's rule: the first met among the tied; the last of them, or
+    the one numbered first, fails)."""
+    started, held = _sharing_against_the_loop(5, 12, 40, 4, 60, 12)
+    assert started > 300 and held < started                 # compacted on the way
+    _sharing_against_the_loop(5, 12, 40, 4, 60, 12, arrays=False)
+    for seed in range(400):
+        _sharing_against_the_loop(seed, 6, 8, 3, 6, 8)
+
+
+def test_flow_replay_the_same_in_either_form(monkeypatch):
+    """The flow replay of alltoalls (many flows at once) between pipelined messages (one at
+    a time), with its flows held as arrays throughout, as a dict throughout, or switching
+    between them as it does (and every few flows): the same time to the last bit."""
+    from rankmap.mapper.critpath import _Flows
+    P = 16
+    ranks = []
+    for r in range(P):
+        acts = []
+        for rep in range(2):
+            acts += [("irecv", p, rep, 300000) for p in range(P) if p != r]
+            acts += [("isend", p, rep, 300000 + 1000 * r) for p in range(P) if p != r]
+            acts += [("waitall",), ("compute", 1e6 * (r % 3 + 1))]
+            if r:
+                acts.append(("recv", r - 1, 9, 100000))
+            if r < P - 1:
+                acts.append(("send", r + 1, 9, 100000))
+        ranks.append(acts)
+    s = Schedule(ranks)
+
+    def pair(i, j):                        # 4 ranks a node, nodes on a ring of 4, a limiter per node
+        a, b = i // 4, j // 4
+        if a == b:
+            return (1e-7, 1e-10, ())
+        step = 1 if (b - a) % 4 <= 2 else -1
+        res, x = [], a
+        while x != b:
+            res += [(("n", x), 6e-10), (("l", x, step), 1e-9)]
+            x = (x + step) % 4
+        return (1e-6 * len(res) / 2, 1e-9, tuple(res + [(("n", b), 6e-10)]))
+    got = []
+    for at, below in ((48, 24), (1, 0), (10 ** 9, 0), (4, 2)):
+        monkeypatch.setattr(_Flows, "ARRAYS_AT", at)
+        monkeypatch.setattr(_Flows, "DICT_BELOW", below)
+        got.append(run_time_fluid(s, pair, 1e9))
+    assert got[0] is not None and got[0] > 0 and len(set(got)) == 1, got
+
+
 def test_direct_exchange_carries_its_bytes():
     """An alltoall of 1 MB per pair among 4 ranks, two per node, the nodes joined by one link
     each way at 1 GB/s: 4 messages of 1 MB cross each direction (4 ms), a rank sends 3 MB in
