@@ -656,24 +656,24 @@ def test_split_groups_finds_the_cut_and_keeps_capacities():
 
 
 def test_split_groups_big_batch_still_finds_each_cut():
-    """A batch the size of a 10^5-rank machine's node splits (1,024 groups of 64 ranks: one
-    greedy start each, smallsplit.c BIG_GROUPS) still finds every group's cut: two shuffled
-    cliques of 32 joined by one light edge, halves of 32 exactly."""
+    """A batch the size of a 10^6-rank machine's node splits (8,192 groups of 64 ranks: one
+    greedy start each, smallsplit.c BIG_GROUPS/BIG_RANKS) still finds every group's cut: two
+    shuffled rings of 32 (with chords) joined by one light edge, halves of 32 exactly."""
     import scipy.sparse as sp
     from rankmap.mapper.partition import _int64_csr
     from rankmap.mapper.refine import split_groups
-    G, m = 1024, 64
+    G, m = 8192, 64
     rng = np.random.default_rng(3)
+    a = (rng.random((G, m)).argsort(axis=1) + m * np.arange(G)[:, None]).astype(np.int64)
     rows, cols, vals = [], [], []
-    for g in range(G):
-        a = rng.permutation(m) + m * g
-        for half in (a[:32], a[32:]):
-            i, j = np.meshgrid(half, half)
-            keep = i != j
-            rows.append(i[keep]), cols.append(j[keep]), vals.append(np.full(keep.sum(), 50.0))
-        rows.append([a[0], a[32]]), cols.append([a[32], a[0]]), vals.append([1.0, 1.0])
+    for half in (a[:, :32], a[:, 32:]):
+        for step in (1, 2):                                   # ring and chords inside each half
+            rows.append(half.ravel()), cols.append(np.roll(half, -step, axis=1).ravel())
+            vals.append(np.full(half.size, 50.0))
+    rows.append(a[:, 0]), cols.append(a[:, 32]), vals.append(np.ones(G))
+    r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
     n = G * m
-    W = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    W = sp.csr_matrix((np.concatenate([v, v]), (np.concatenate([r, c]), np.concatenate([c, r]))), shape=(n, n))
     W.sort_indices()
     csr = _int64_csr(W)
     pos = np.full(n, -1, dtype=np.int64)

@@ -24,14 +24,16 @@
 #include "refine.h"
 
 #define STARTS 8     /* greedy starts per group: the lowest-index rank, then random ones */
-/* A batch of at least BIG_GROUPS groups and BIG_RANKS ranks (a machine of 10^5+ ranks: its
- * nodes' and sockets' splits) gets the first start only: the local search after the
- * partitioning evens out what the other starts find (bench/mapper_scaling.py graphs, cost
- * after the whole mapping: random traffic 0.69707 -> 0.69720 of block at 10^5 ranks, 0.71480 ->
- * 0.71479 at 10^6; a stencil the same at both) and they were 0.4 s of 5 s at 10^5 ranks, 7 s
- * of 57 s at 10^6. Below that size the starts matter more and cost little. */
+/* A batch of at least BIG_GROUPS groups and BIG_RANKS ranks (a machine of 5*10^5+ ranks:
+ * its nodes' and sockets' splits) gets the first start only: the local search after the
+ * partitioning evens out most of what the other starts find, and they were 7 s of 57 s at 10^6
+ * ranks (bench/mapper_scaling.py's random graph, cost 0.71480 -> 0.71479 of block; its
+ * stencil the same). Held out: at 10^6 ranks a 27-point stencil +0.24 % cost (35.8 -> 28.4 s
+ * with this session's other speed-ups), AMR traffic +0.31 %; at 10^5 ranks, where it saved
+ * 0.2-0.5 s, 8 of 10 held-out instances of bench/instances.py cost 0.03-0.35 % more, so
+ * below 5*10^5 ranks the eight starts stay. */
 #define BIG_GROUPS 1024
-#define BIG_RANKS 50000
+#define BIG_RANKS 500000
 #define PASSES 16    /* descent passes at most (each a full scan; they stop when none gains) */
 
 static uint64_t mix(uint64_t x) /* splitmix64: a seed per group and start */
