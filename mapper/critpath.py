@@ -191,10 +191,23 @@ def schedule_of(traffic) -> Schedule | None:
     if not str(getattr(traffic, "format", "")).startswith("smpi") or not getattr(traffic, "source", None):
         return None
     from rankmap.profiler.errors import UserError
-    try:
-        return read_schedule(traffic.source)
-    except (OSError, ValueError, UserError):
+    got = traffic.__dict__.get("_schedule_read")
+    if got is None or got[0] != traffic.source:
+        try:
+            sched = read_schedule(traffic.source)
+        except (OSError, ValueError, UserError):
+            sched = None
+        got = traffic.__dict__["_schedule_read"] = (traffic.source, sched, {})
+    _, sched, compute_only = got
+    if sched is None:
         return None
+    # the trace is read once per Traffic (a whole-cluster mapping asks three times: the node
+    # set's choice and the two searches); each asker gets its own Schedule, since the replay
+    # predict chooses is decided per Schedule (predict._replayed), over the same actions,
+    # which the replays only read, and the same compute-only replay (the same each time)
+    out = Schedule(sched.ranks)
+    out.__dict__["_compute_only"] = compute_only
+    return out
 
 
 def critical_latency(sched: Schedule, alpha) -> float | None:
@@ -807,7 +820,7 @@ class _Flows:
         key = tuple([f[5][0] for f in flows.values()])
         got = self.memo.get(key)
         if got is None:
-            w = _share_loop(flows, budget, spent)
+            w = _share_loop(flows, budget, spent, len(self.num))
             if len(self.memo) < self.MEMO_MAX:
                 self.memo[key] = (w, tuple([f[1] for f in flows.values()]))
             return w
@@ -869,15 +882,16 @@ class _Flows:
         return entries + resources * resources
 
 
-def _share_loop(flows: dict, budget, spent: int) -> int:
+def _share_loop(flows: dict, budget, spent: int, nres: int) -> int:
     """_Flows.share over the dict form, flow by flow (the flow replay's sharing as first
-    written, on the routes _Flows._prepare numbered): sets each flow's rate (f[1]). Each
+    written, on the routes _Flows._prepare numbered): sets each flow's rate (f[1]). The
+    resources are numbered (_Flows._prepare), so their sums and counts are lists; each
     resource's level, (1 - used) / load, is kept and computed again only when a flow
     through it is fixed, where the first version computed every resource's at every level;
     the resource filled first is the first met of the lowest (min keeps the first of
     those that tie, as the loop did), so the rates are the same to the last bit."""
     by_res: dict = {}
-    load: dict = {}
+    load = [0.0] * nres
     for f in flows.values():
         for rid, _, cip in f[5][2]:
             ks = by_res.get(rid)
@@ -887,12 +901,16 @@ def _share_loop(flows: dict, budget, spent: int) -> int:
             else:
                 ks.append(f)
                 load[rid] += cip
-    cnt = {rid: len(v) for rid, v in by_res.items()}
-    w = sum(cnt.values()) + len(cnt) * len(cnt)
+    cnt = [0] * nres
+    w = 0
+    for rid, ks in by_res.items():
+        cnt[rid] = n = len(ks)
+        w += n
+    w += len(by_res) * len(by_res)
     if budget is not None and spent + w > budget:
         raise TooCostly
-    used = dict.fromkeys(load, 0.0)
-    lvls = {rid: (1.0 - 0.0) / s for rid, s in load.items()}   # in load's order, which min follows
+    used = [0.0] * nres
+    lvls = {rid: (1.0 - 0.0) / load[rid] for rid in by_res}
     fixed: set = set()
     touched: list = []
     while lvls:
@@ -907,17 +925,18 @@ def _share_loop(flows: dict, budget, spent: int) -> int:
             _, ip, ents = f[5]
             x = f[1] = lvl * ip
             for rid, c, cip in ents:
-                if rid in lvls:
+                n = cnt[rid]
+                if n:
                     used[rid] += x * c
-                    n = cnt[rid] - 1
+                    n -= 1
+                    cnt[rid] = n
                     if n:
-                        cnt[rid] = n
                         load[rid] -= cip
                         touched.append(rid)
                     else:
                         del lvls[rid]
         for rid in touched:
-            if rid in lvls:
+            if cnt[rid]:
                 lvls[rid] = (1.0 - used[rid]) / load[rid]
         touched.clear()
     return w

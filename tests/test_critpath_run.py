@@ -514,3 +514,25 @@ def test_dict_sharing_and_its_memo_are_the_loops_to_the_bit(monkeypatch):
             run_time_fluid(s, pair, 1e9, budget=3000)
         cut.append(len(hits))
     assert cut[0] == cut[1] < full
+
+
+def test_schedule_read_once_per_traffic(tmp_path, monkeypatch):
+    """schedule_of reads a Traffic's trace once: each call gets its own Schedule (the replay
+    predict chooses is decided per Schedule) over the same actions, and the estimates are
+    those of a schedule read anew."""
+    from rankmap.mapper import critpath
+    d = ti_trace(tmp_path, [["compute 1e6", "send 1 0 200000", "recv 1 1 100"],
+                            ["recv 0 0 200000", "compute 2e6", "send 0 1 100"]])
+    t = read_traffic(d, "smpi", "auto")
+    reads = []
+    real = critpath.read_schedule
+    monkeypatch.setattr(critpath, "read_schedule", lambda src: reads.append(src) or real(src))
+    a, b = critpath.schedule_of(t), critpath.schedule_of(t)
+    assert len(reads) == 1 and a is not b and a.ranks is b.ranks
+    a.__dict__["_sharing"] = "in turn"
+    assert "_sharing" not in b.__dict__
+    m = mspec.build({"hosts": ["a", "b"], "node_topology": ["core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}})
+    net = NET
+    fresh = real(t.source)
+    got = run_estimate(b, m, np.array([0, 2]), net)
+    assert got is not None and got == run_estimate(fresh, m, np.array([0, 2]), net)
