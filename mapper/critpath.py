@@ -656,6 +656,7 @@ class _Flows:
         self.prepared: dict = {}                   # (id(route), penalty) -> (route, its entries for _share_loop)
         self.num: dict = {}                        # resource -> its number (the dict form)
         self.memo: dict = {}                       # the dict form's flows (their numbers in order) -> (work, rates)
+        self.held = 0                              # the flows in the memo's keys
         self._empty_arrays()
 
     def _prepare(self, res: tuple, pen: float) -> tuple:
@@ -809,7 +810,7 @@ class _Flows:
             return self._share_dict(budget, spent)
         return self._share_arrays(budget, spent)
 
-    MEMO_MAX = 200000
+    MEMO_MAX = 2_000_000                       # flows held in the memo's keys, summed (memory: about 50 MB)
 
     def _share_dict(self, budget, spent: int) -> int:
         """_share_loop, remembered: the rates (and the work) depend only on the flows' routes
@@ -821,8 +822,9 @@ class _Flows:
         got = self.memo.get(key)
         if got is None:
             w = _share_loop(flows, budget, spent, len(self.num))
-            if len(self.memo) < self.MEMO_MAX:
+            if self.held + len(key) <= self.MEMO_MAX:
                 self.memo[key] = (w, tuple([f[1] for f in flows.values()]))
+                self.held += len(key)
             return w
         w, rates = got
         if budget is not None and spent + w > budget:

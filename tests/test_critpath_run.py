@@ -507,7 +507,7 @@ def test_dict_sharing_and_its_memo_are_the_loops_to_the_bit(monkeypatch):
     assert run_time_fluid(s, pair, 1e9) == with_memo
     full = len(hits)
     cut = []
-    for memo in (200000, 0):                 # the budget passed at the same sharing either way
+    for memo in (2_000_000, 0):               # the budget passed at the same sharing either way
         monkeypatch.setattr(_Flows, "MEMO_MAX", memo)
         hits.clear()
         with pytest.raises(TooCostly):
