@@ -468,3 +468,71 @@ def test_alltoall_against_simgrid(tmp_path):
             assert est == pytest.approx(sim, rel=rel), (name, hname)
             got[hname] = (sim, est)
         assert (got["block"][0] < got["other"][0]) == (got["block"][1] < got["other"][1])
+
+
+def test_dict_sharing_and_its_memo_are_the_loops_to_the_bit(monkeypatch):
+    """The dict form's sharing (levels kept per resource, the lowest taken by min, and the
+    rates of a set of flows met before taken from a memo) gives the flow-by-flow loop's
+    rates to the last bit: the 400 small cases where ties decide the last bits, and a
+    replay with the memo and without it the same time, the memo used, its work counted
+    again (the budget reached at the same point)."""
+    from rankmap.mapper.critpath import TooCostly, _Flows
+    for seed in range(400):
+        _sharing_against_the_loop(seed, 6, 8, 3, 6, 8, arrays=False)
+    P = 8
+    ranks = [[x for k in range(30) for x in (("irecv", (r - 1) % P, k, 200000 + 1000 * k),
+                                              ("isend", (r + 1) % P, k, 200000 + 1000 * k + 10 * r),
+                                              ("waitall",), ("compute", 1e6 * (1 + (r + k) % 3)))] for r in range(P)]
+    s = Schedule(ranks)
+
+    def pair(i, j):                        # 2 ranks a node, nodes on a line, a limiter per node
+        a, b = i // 2, j // 2
+        if a == b:
+            return (1e-7, 1e-10, ())
+        lo, hi = min(a, b), max(a, b)
+        res = [(("n", x), 6e-10) for x in range(lo, hi + 1)] + [(("l", x, a < b), 1e-9) for x in range(lo, hi)]
+        return (1e-6 * (hi - lo), 1e-9, tuple(res))
+    hits = []
+    real = _Flows._share_dict
+
+    def counted(self, budget, spent):
+        n = len(self.memo)
+        w = real(self, budget, spent)
+        hits.append(len(self.memo) == n)
+        return w
+    monkeypatch.setattr(_Flows, "_share_dict", counted)
+    with_memo = run_time_fluid(s, pair, 1e9)
+    assert with_memo is not None and any(hits)
+    monkeypatch.setattr(_Flows, "MEMO_MAX", 0)
+    assert run_time_fluid(s, pair, 1e9) == with_memo
+    full = len(hits)
+    cut = []
+    for memo in (2_000_000, 0):               # the budget passed at the same sharing either way
+        monkeypatch.setattr(_Flows, "MEMO_MAX", memo)
+        hits.clear()
+        with pytest.raises(TooCostly):
+            run_time_fluid(s, pair, 1e9, budget=3000)
+        cut.append(len(hits))
+    assert cut[0] == cut[1] < full
+
+
+def test_schedule_read_once_per_traffic(tmp_path, monkeypatch):
+    """schedule_of reads a Traffic's trace once: each call gets its own Schedule (the replay
+    predict chooses is decided per Schedule) over the same actions, and the estimates are
+    those of a schedule read anew."""
+    from rankmap.mapper import critpath
+    d = ti_trace(tmp_path, [["compute 1e6", "send 1 0 200000", "recv 1 1 100"],
+                            ["recv 0 0 200000", "compute 2e6", "send 0 1 100"]])
+    t = read_traffic(d, "smpi", "auto")
+    reads = []
+    real = critpath.read_schedule
+    monkeypatch.setattr(critpath, "read_schedule", lambda src: reads.append(src) or real(src))
+    a, b = critpath.schedule_of(t), critpath.schedule_of(t)
+    assert len(reads) == 1 and a is not b and a.ranks is b.ranks
+    a.__dict__["_sharing"] = "in turn"
+    assert "_sharing" not in b.__dict__
+    m = mspec.build({"hosts": ["a", "b"], "node_topology": ["core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}})
+    net = NET
+    fresh = real(t.source)
+    got = run_estimate(b, m, np.array([0, 2]), net)
+    assert got is not None and got == run_estimate(fresh, m, np.array([0, 2]), net)
