@@ -68,7 +68,13 @@ def main() -> int:
         specs = a.libs.split(",")
         libs = [load(s) for s in specs]
         sizes = [int(x) for x in a.sizes.split(",")]
-    except (UserError, ValueError) as e:
+        if min(sizes) < 1 or a.reps < 1:
+            raise ValueError("--sizes and --reps take positive integers")
+    except ValueError:
+        print(f"refine_lib_ab: --sizes takes a comma list of positive rank counts and --reps a positive "
+              f"integer, not {a.sizes!r} and {a.reps}", file=sys.stderr)
+        return 2
+    except UserError as e:
         print(f"refine_lib_ab: {e}", file=sys.stderr)
         return 2
     kinds = [k for k in a.graphs.split(",") if k] if not a.instances else []
