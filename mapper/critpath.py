@@ -912,7 +912,7 @@ def _share_loop(flows: dict, budget, spent: int, nres: int) -> int:
     if budget is not None and spent + w > budget:
         raise TooCostly
     used = [0.0] * nres
-    lvls = {rid: (1.0 - 0.0) / load[rid] for rid in by_res}
+    lvls = {rid: 1.0 / load[rid] for rid in by_res}      # (1 - used) / load, nothing used yet
     fixed: set = set()
     touched: list = []
     while lvls:
