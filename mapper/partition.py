@@ -165,7 +165,8 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         cands.append(backends.kahip(sub.indptr, sub.col, sub.w, caps, seed, strong_seeds=backends.ROOT_SEEDS if root else 1))
     if "mtkahypar" in how or "vcycles" in how:
         once = sub.row < sub.col
-        mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed)
+        mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed,
+                               ip_runs=backends.ip_runs(sub.n, k, units))
     if "mtkahypar" in how and not late():
         cands.append(mt.partition())
     out, seen = [], set()

@@ -326,3 +326,41 @@ def test_root_split_of_small_graph_gets_mtkahypar_even_unstructured(monkeypatch)
     monkeypatch.setattr(B.MtKaHyPar, "partition", lambda self: calls.append(1))
     P.split_candidates(half, caps[:6], 0, 144 + W.nnz, verdict={}, tree_split=True)
     assert not calls
+
+
+def _geometric(n: int, radius: float, seed: int):
+    """A random geometric graph in the unit square, random integer weights (each undirected
+    edge once: rows, columns, weights)."""
+    from scipy.spatial import cKDTree
+    rng = np.random.default_rng(seed)
+    pairs = np.array(sorted(cKDTree(rng.random((n, 2))).query_pairs(radius)))
+    return pairs[:, 0], pairs[:, 1], rng.integers(1, 100, len(pairs)).astype(float)
+
+
+def test_mtkahypar_context_file_is_the_preset_and_fewer_ip_runs_deterministic():
+    # the deterministic quality preset written out parameter by parameter
+    # (mapper/mtkahypar_context.py) partitions exactly as the preset itself with its 20 runs,
+    # and with fewer runs gives the same partition for the same seed, within the capacities
+    if not B.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    n = 600                                     # not coarsened into 12 blocks
+    row, col, w = _geometric(n, 0.07, 5)
+    caps = [50] * 12
+    assert B.ip_runs(n, len(caps), units=False) == B.SMALL_IP_RUNS
+    preset = B.MtKaHyPar(row, col, w, n, caps, 3).partition()
+    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=20).partition())
+    # the file's run count is read: one run partitions this graph otherwise
+    assert not np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=1).partition())
+    a = B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=B.SMALL_IP_RUNS)
+    b = B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=B.SMALL_IP_RUNS)
+    pa = a.partition()
+    assert np.array_equal(pa, b.partition())
+    assert (np.bincount(pa, minlength=12) <= 50).all()
+    assert np.array_equal(a.improve(pa), b.improve(pa))
+
+
+def test_fewer_ip_runs_only_where_mtkahypar_does_not_coarsen():
+    assert B.ip_runs(1000, 42, units=False) == B.SMALL_IP_RUNS
+    assert B.ip_runs(1000, 2, units=False) is None          # coarsened: its preset
+    assert B.ip_runs(1000, 42, units=True) is None          # units of work: as set on the standard benchmark
+    assert B.ip_runs(200, 42, units=False) is None          # small splits: as before
