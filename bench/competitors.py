@@ -65,6 +65,7 @@ their parent. `hierarchy(machine).what` says what was given. Exact distances: `e
 """
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -152,6 +153,26 @@ def versions() -> dict:
     else:
         out["scotch"] = "not installed"
     return out
+
+
+
+def recording(path: str, rows: str) -> dict:
+    """An earlier --json run of a benchmark (--competitors-from), checked: readable JSON with
+    its list of `rows`, recorded with the competitors' versions installed now (one line
+    and exit otherwise)."""
+    try:
+        old = json.loads(Path(path).read_text())
+    except OSError as e:
+        sys.exit(f"--competitors-from {path}: {e.strerror or e}")
+    except (ValueError, UnicodeDecodeError) as e:
+        sys.exit(f"--competitors-from {path}: not JSON ({e}); give a file written by --json")
+    if not isinstance(old, dict) or not isinstance(old.get(rows), list):
+        sys.exit(f"--competitors-from {path}: not a recording of this benchmark (no '{rows}' list); "
+                 "give a file written by its --json")
+    if old.get("versions") != versions():
+        sys.exit(f"--competitors-from {path}: recorded with {old.get('versions')}, installed {versions()}: "
+                 "run the competitors again")
+    return old
 
 
 # ----------------------------------------------------------------------------- scoring

@@ -449,10 +449,7 @@ def main(argv=None):
     args = parse_args(argv)
     args.reuse = {}
     if args.competitors_from:
-        old = json.loads(Path(args.competitors_from).read_text())
-        if old.get("versions") != C.versions():
-            sys.exit(f"--competitors-from {args.competitors_from}: recorded with {old.get('versions')}, "
-                     f"installed {C.versions()}: run the competitors again")
+        old = C.recording(args.competitors_from, "records")
         args.reuse = {r["instance"]: {k: v for k, v in r["mappers"].items() if k != "rankmap"}
                       for r in old["records"]}
     insts, names = select(args)

@@ -167,10 +167,7 @@ def recorded_runs(paths: str | None) -> dict:
     """(graph, hierarchy) -> {competitor: entry} from earlier --json runs (the later file wins)."""
     out = {}
     for p in (paths.split(",") if paths else []):
-        old = json.loads(Path(p).read_text())
-        if old.get("versions") != C.versions():
-            sys.exit(f"--competitors-from {p}: recorded with {old.get('versions')}, installed {C.versions()}: "
-                     "run the competitors again")
+        old = C.recording(p, "rows")
         for r in old["rows"]:
             d = out.setdefault((r["graph"], r["hierarchy"]), {})
             d.update({k: v for k, v in r["mappers"].items() if k != "rankmap" and v.get("status") == "ok"})

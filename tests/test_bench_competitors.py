@@ -151,3 +151,19 @@ def test_only_the_social_family_has_skewed_degrees(family):
     from rankmap.mapper.partition import degree_skewed
     W, _ = I.GENERATORS[family](1000, 0)
     assert degree_skewed(Graph(W=W)) == (family == "social")
+
+
+def test_recordings_checked_in_one_line(tmp_path):
+    # --competitors-from: a file that is no recording of the benchmark, or one made with
+    # other competitor versions, stops with one line (no traceback)
+    cases = {"empty.json": "", "list.json": "[1, 2]", "other.json": '{"versions": {}, "rows": []}'}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(SystemExit) as e:
+            C.recording(str(tmp_path / name), "rows")
+        assert str(e.value).startswith(f"--competitors-from {tmp_path / name}:") and "\n" not in str(e.value)
+    with pytest.raises(SystemExit, match="No such file"):
+        C.recording(str(tmp_path / "missing.json"), "rows")
+    good = tmp_path / "good.json"
+    good.write_text(__import__("json").dumps({"versions": C.versions(), "rows": []}))
+    assert C.recording(str(good), "rows")["rows"] == []
