@@ -155,7 +155,6 @@ def versions() -> dict:
     return out
 
 
-
 def recording(path: str, rows: str) -> dict:
     """An earlier --json run of a benchmark (--competitors-from), checked: readable JSON with
     its list of `rows`, recorded with the competitors' versions installed now (one line
