@@ -364,3 +364,13 @@ def test_fewer_ip_runs_only_where_mtkahypar_does_not_coarsen():
     assert B.ip_runs(1000, 2, units=False) is None          # coarsened: its preset
     assert B.ip_runs(1000, 42, units=True) is None          # units of work: as set on the standard benchmark
     assert B.ip_runs(200, 42, units=False) is None          # small splits: as before
+
+
+def test_mtkahypar_context_falls_back_to_the_preset(monkeypatch):
+    # a Mt-KaHyPar that does not know a parameter of the file: the preset's own context
+    if not B.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    from rankmap.mapper import mtkahypar_context as MC
+    monkeypatch.setattr(MC, "DETERMINISTIC_QUALITY", MC.DETERMINISTIC_QUALITY + "no-such-parameter=1\n")
+    lib, init = B._mtkahypar()
+    assert MC.deterministic_quality(lib, init, 10).preset == lib.PresetType.DETERMINISTIC_QUALITY
