@@ -297,13 +297,12 @@ class MtKaHyPar:
 # c-t): a split of no more vertices is not coarsened at all, and its initial partitioning
 # (recursive bisection, 20 runs of each bisection algorithm) runs on the whole graph: 0.2-0.7 s
 # per call from scratch on the 512-2,048-rank real graphs, up to half of their mapping. There
-# SMALL_IP_RUNS runs: on the 126 instances of the 1k sets (tune; the real graphs held out) the same
+# SMALL_IP_RUNS runs: on 126 instances of the 1k sets (tune; the holdout set's real graphs) the same
 # costs on average (geometric mean 0.9992; 25 lower, 12 higher, by at most 3.0 %) for 12-14 %
 # less CPU (5 runs, on every call: 1.0006 on the tune set, 21 %); held out (103 synthetic
 # instances of the 1k holdout set): 1.0004, 11 lower, 6 higher (by at most 3.5 %), 10 % less CPU.
-# Not below SMALL_IP_MIN_VERTICES (the
-# 16-256-rank mappings of docs/real-apps.md are as they were) nor on units of work (their
-# strong rules were set on the standard benchmark as they are).
+# Not below SMALL_IP_MIN_VERTICES (the 16-256-rank mappings of docs/real-apps.md are as they
+# were) nor on units of work (their strong rules were set on the standard benchmark as they are).
 MTKAHYPAR_CONTRACTION = 160
 SMALL_IP_RUNS = 10
 SMALL_IP_MIN_VERTICES = 512
