@@ -249,13 +249,14 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
     is the one farthest, in hops, from the nearest node of the set; ties broken by a
     generator seeded with the start and m, so that different starts give different sets; on
     a tree of switches this takes the leaves round robin) from up to SCATTER_STARTS starting
-    nodes. Each set is scored by predict's bounds for a uniform all-to-all of one byte per
+    nodes; a set of m nodes with fewer slots than ranks (nodes of mixed sizes) grows on by
+    farthest point until it holds them (the sets of the fewest nodes are kept first). Each set is scored by predict's bounds for a uniform all-to-all of one byte per
     ordered pair of ranks (the largest of the links', the routers' limiters' and the
     bisection's, each linear in the bytes of each pair of nodes: bench/real_apps/floor.py),
     with the ranks per node that lower it most: from spread's even counts, one rank moved
     from a node to another while that lowers the score (a node on other members' routes
     passes their bytes through its limiter too: the floor's placement of NPB FT on Desmos,
-    bench/real_apps/floor.py, holds 6-3-5-6-6-6). Returns up to `keep` per node count (the lowest scores; ties: the earlier
+    bench/real_apps/floor.py, holds 6-3-5-6-6-6). Returns up to `keep` per m (the lowest scores; ties: the earlier
     generated), as (nodes, counts, score), lowest first. Deterministic; at most
     SCATTER_STARTS x (SCATTER_EXTRA + 1) sets, each m^2 routes and a descent of at most m
     steps of m^2 moves. [] without a network, on one switch, for one node, or beyond
@@ -282,18 +283,20 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
             chosen = [s0]
             near = machine.node_hops(np.full(N, s0), nodes_all).astype(np.float64)
             near[s0] = -1
-            while len(chosen) < m:
+            # grown past m while it holds too few slots: with nodes of mixed sizes (Angara-K1's
+            # 12- and 8-core nodes) every spread set of the fewest nodes may take small ones
+            while (len(chosen) < m or cap[chosen].sum() < nranks) and len(chosen) < N:
                 far = np.flatnonzero(near == near.max())
                 k = int(far[rng.integers(len(far))])
                 chosen.append(k)
                 near = np.minimum(near, machine.node_hops(np.full(N, k), nodes_all))
                 near[chosen] = -1
             S = np.sort(np.array(chosen, dtype=np.int64))
-            if cap[S].sum() < nranks or S.tobytes() in seen:
+            if len(S) >= N or len(S) > SCATTER_MAX_NODES or S.tobytes() in seen:
                 continue
             seen.add(S.tobytes())
             pair = pair_model(machine, first[S], net)       # rank i on node S[i]
-            ia, ib = np.array([(a, b) for a in range(m) for b in range(m) if a != b], dtype=np.int64).T
+            ia, ib = np.array([(a, b) for a in range(len(S)) for b in range(len(S)) if a != b], dtype=np.int64).T
             keys: dict = {}
             rows, cols, vals = [], [], []
             for r, (a, b) in enumerate(zip(ia.tolist(), ib.tolist())):
@@ -308,7 +311,7 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
             counts = _even_counts(cap[S], nranks)
             score, counts = _descend_counts(counts, cap[S], R, ia, ib)
             found.append((score, len(found), S, counts))
-        found.sort(key=lambda x: (x[0], x[1]))
+        found.sort(key=lambda x: (len(x[2]), x[0], x[1]))     # the fewest nodes first (node-hours)
         out += [(S, c, sc) for sc, _, S, c in found[:keep]]
     return sorted(out, key=lambda x: x[2])
 

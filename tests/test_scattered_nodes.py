@@ -123,6 +123,25 @@ def test_desmos_like_set_reaches_the_injection_floor():
     assert score == pytest.approx(2 * 6 * 26 / NET.nic_bw, rel=1e-9)
 
 
+def test_mixed_node_sizes_grow_until_the_ranks_fit():
+    """Angara-K1 (24 nodes of 12 cores, 12 of 8) at 128 ranks: the fewest nodes that hold them
+    are 11, and every spread set of 11 takes 8-core nodes and holds fewer slots. Such sets grow
+    on by farthest point until they hold the ranks, the sets of the fewest nodes kept first;
+    where sets of the fewest nodes hold the ranks (32 ranks) they are what is returned."""
+    from rankmap.slurm import platform as plat
+    spec = plat.machine_spec(plat.preset("angara-k1"))
+    m, net = mspec.build(spec), plat.network_for(spec)
+    cap = allocation.node_capacity(m)
+    assert allocation.fewest_nodes(cap, 128) == 11
+    got = allocation.scattered_node_sets(m, 128, net)
+    assert len(got) == allocation.SCATTERED
+    sizes = [len(nodes) for nodes, _, _ in got]
+    assert min(sizes) == 12 and sizes == sorted(sizes)
+    for nodes, counts, _ in got:
+        assert counts.sum() == 128 and (counts >= 1).all() and (counts <= cap[nodes]).all()
+    assert all(len(nodes) == 3 for nodes, _, _ in allocation.scattered_node_sets(m, 32, net))
+
+
 def test_restrict_to_counts_and_link_balancing():
     """A machine reduced to some slots of each node (a scattered set's counts): kept_slots
     says which slots of the whole machine it keeps, and link balancing only trades the
