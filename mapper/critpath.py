@@ -39,6 +39,7 @@ waiting) gives None, and predict falls back to its per-rank sum (run_time: no es
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -514,6 +515,19 @@ def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True
     return R.end()
 
 
+@lru_cache(maxsize=None)
+def _fluid():
+    """The flow replay's sharing in C (csrc/fluid/fluid.c)."""
+    import ctypes as C
+
+    from rankmap.profiler import native
+    lib = C.CDLL(str(native.artifact("fluid")))
+    lib.rm_fluid_share.restype = C.c_int64
+    V = C.c_void_p
+    lib.rm_fluid_share.argtypes = [C.c_int64, V, V, V, V, V, V, V, C.c_double, C.c_int64, V]
+    return lib
+
+
 class TooCostly(Exception):
     """run_time_fluid went over its work budget."""
 
@@ -636,8 +650,8 @@ def run_time_fluid(sched: Schedule, pair, speed: float | None, budget: float | N
 class _Flows:
     """run_time_fluid's active flows, in the order they started. Few of them (a pipeline's
     messages, NPB LU's): a dict of [bytes left, rate, route, penalty, requests], shared by
-    a loop over them (_share_loop), where numpy's cost per call would be most of the
-    work. From ARRAYS_AT flows under way (NPB FT's alltoalls: hundreds) until fewer than
+    a loop over them in C (csrc/fluid/fluid.c: _share_dict), where numpy's cost per call
+    would be most of the work. From ARRAYS_AT flows under way (NPB FT's alltoalls: hundreds) until fewer than
     DICT_BELOW are: arrays of bytes left, rate, 1 / penalty per flow and each flow's route
     as entries (flow, resource, seconds per byte), contiguous per flow, shared with numpy
     (_share_arrays); ended flows are dropped from the arrays when they are more than half
@@ -653,22 +667,52 @@ class _Flows:
         self.fid = 0
         self.rid: dict = {}                        # resource -> its number (arrays)
         self.routes: dict = {}                     # id(route) -> (route, numbers, seconds per byte)
-        self.prepared: dict = {}                   # (id(route), penalty) -> (route, its entries for _share_loop)
+        self.prepared: dict = {}                   # (id(route), penalty) -> (route, its entries for the C loop)
         self.num: dict = {}                        # resource -> its number (the dict form)
+        # the prepared routes as the C loop reads them (grown by doubling): route k's entries
+        # are r_first[k]:r_first[k + 1] of (resource number, seconds per byte, that / penalty)
+        self.nprep = 0
+        self.r_first = np.zeros(65, dtype=np.int64)
+        self.r_ip = np.zeros(64)
+        self.e_rid = np.zeros(256, dtype=np.int64)
+        self.e_sc = np.zeros(256)
+        self.e_scip = np.zeros(256)
+        self.res_map = np.full(256, -1, dtype=np.int64)
         self.memo: dict = {}                       # the dict form's flows (their numbers in order) -> (work, rates)
         self.held = 0                              # the flows in the memo's keys
         self._empty_arrays()
 
     def _prepare(self, res: tuple, pen: float) -> tuple:
-        """A flow's route as _share_loop reads it: (its number among the (route, penalty)
+        """A flow's route as the sharing reads it: (its number among the (route, penalty)
         pairs met, 1 / penalty, ((resource number, seconds per byte, that over the
-        penalty), ...)); the products are the ones the loop took, so its sums are the same."""
+        penalty), ...)), also appended to the C loop's arrays; the products are the ones
+        the loop took, so its sums are the same."""
         got = self.prepared.get((id(res), pen))
         if got is None or got[0] is not res:
             ip = 1.0 / pen
             ents = tuple((self.num.setdefault(r, len(self.num)), c, c * ip) for r, c in res)
-            got = self.prepared[(id(res), pen)] = (res, (len(self.prepared), ip, ents))
+            k = self.nprep          # (a count of its own: a key met again with another route gets a new number)
+            self.nprep += 1
+            got = self.prepared[(id(res), pen)] = (res, (k, ip, ents))
+            self._c_route(k, ip, ents)
         return got[1]
+
+    def _c_route(self, k: int, ip: float, ents: tuple) -> None:
+        a = int(self.r_first[k])
+        b = a + len(ents)
+        if k + 1 >= len(self.r_ip):
+            self.r_ip = np.concatenate([self.r_ip, np.zeros(len(self.r_ip))])
+            self.r_first = np.concatenate([self.r_first, np.zeros(len(self.r_first) - 1, dtype=np.int64)])
+        while b > len(self.e_rid):
+            self.e_rid = np.concatenate([self.e_rid, np.zeros(len(self.e_rid), dtype=np.int64)])
+            self.e_sc = np.concatenate([self.e_sc, np.zeros(len(self.e_sc))])
+            self.e_scip = np.concatenate([self.e_scip, np.zeros(len(self.e_scip))])
+        if len(self.num) > len(self.res_map):
+            self.res_map = np.full(2 * len(self.num), -1, dtype=np.int64)
+        self.r_ip[k] = ip
+        self.r_first[k + 1] = b
+        for i, (rid, c, cip) in enumerate(ents, a):
+            self.e_rid[i], self.e_sc[i], self.e_scip[i] = rid, c, cip
 
     def _empty_arrays(self) -> None:
         self.n = self.m = 0                        # flows held, route entries held
@@ -813,7 +857,7 @@ class _Flows:
     MEMO_MAX = 2_000_000                       # flows held in the memo's keys, summed (memory: about 50 MB)
 
     def _share_dict(self, budget, spent: int) -> int:
-        """_share_loop, remembered: the rates (and the work) depend only on the flows' routes
+        """The C loop's sharing (csrc/fluid/fluid.c), remembered: the rates (and the work) depend only on the flows' routes
         and penalties in the order they started, and a pipeline or a halo exchange meets
         the same few flows again and again (NPB CG 16: 65 % of the sharings), so a set met
         before takes its rates from then (the same numbers) and its work is counted again."""
@@ -821,9 +865,21 @@ class _Flows:
         key = tuple([f[5][0] for f in flows.values()])
         got = self.memo.get(key)
         if got is None:
-            w = _share_loop(flows, budget, spent, len(self.num))
+            route = np.array(key, dtype=np.int64)
+            rate = np.empty(len(key))
+            w = _fluid().rm_fluid_share(len(key), route.ctypes.data, self.r_first.ctypes.data, self.e_rid.ctypes.data,
+                                        self.e_sc.ctypes.data, self.e_scip.ctypes.data, self.r_ip.ctypes.data,
+                                        self.res_map.ctypes.data, float("inf") if budget is None else float(budget),
+                                        int(spent), rate.ctypes.data)
+            if w == -1:
+                raise TooCostly
+            if w < 0:
+                raise MemoryError("rankmap: out of memory in the flow replay's sharing (fluid.c)")
+            rates = rate.tolist()
+            for f, x in zip(flows.values(), rates):
+                f[1] = x
             if self.held + len(key) <= self.MEMO_MAX:
-                self.memo[key] = (w, tuple([f[1] for f in flows.values()]))
+                self.memo[key] = (w, tuple(rates))
                 self.held += len(key)
             return w
         w, rates = got
@@ -882,63 +938,3 @@ class _Flows:
     @staticmethod
     def work_of(entries: int, resources: int) -> int:
         return entries + resources * resources
-
-
-def _share_loop(flows: dict, budget, spent: int, nres: int) -> int:
-    """_Flows.share over the dict form, flow by flow (the flow replay's sharing as first
-    written, on the routes _Flows._prepare numbered): sets each flow's rate (f[1]). The
-    resources are numbered (_Flows._prepare), so their sums and counts are lists; each
-    resource's level, (1 - used) / load, is kept and computed again only when a flow
-    through it is fixed, where the first version computed every resource's at every level;
-    the resource filled first is the first met of the lowest (min keeps the first of
-    those that tie, as the loop did), so the rates are the same to the last bit."""
-    by_res: dict = {}
-    load = [0.0] * nres
-    for f in flows.values():
-        for rid, _, cip in f[5][2]:
-            ks = by_res.get(rid)
-            if ks is None:
-                by_res[rid] = [f]
-                load[rid] = cip
-            else:
-                ks.append(f)
-                load[rid] += cip
-    cnt = [0] * nres
-    w = 0
-    for rid, ks in by_res.items():
-        cnt[rid] = n = len(ks)
-        w += n
-    w += len(by_res) * len(by_res)
-    if budget is not None and spent + w > budget:
-        raise TooCostly
-    used = [0.0] * nres
-    lvls = {rid: 1.0 / load[rid] for rid in by_res}      # (1 - used) / load, nothing used yet
-    fixed: set = set()
-    touched: list = []
-    while lvls:
-        best = min(lvls, key=lvls.get)
-        lvl = lvls[best]
-        if lvl < 0.0:
-            lvl = 0.0
-        for f in by_res[best]:
-            if id(f) in fixed:
-                continue
-            fixed.add(id(f))
-            _, ip, ents = f[5]
-            x = f[1] = lvl * ip
-            for rid, c, cip in ents:
-                n = cnt[rid]
-                if n:
-                    used[rid] += x * c
-                    n -= 1
-                    cnt[rid] = n
-                    if n:
-                        load[rid] -= cip
-                        touched.append(rid)
-                    else:
-                        del lvls[rid]
-        for rid in touched:
-            if cnt[rid]:
-                lvls[rid] = (1.0 - used[rid]) / load[rid]
-        touched.clear()
-    return w

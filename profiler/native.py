@@ -37,7 +37,7 @@ def default_mpi() -> str:
 
 
 def artifact(kind: str, mpi: str | None = None, name: str | None = None) -> Path:
-    """Path of a built artifact: kind = 'profiler' | 'collectives' | 'bind' | 'refine' |
+    """Path of a built artifact: kind = 'profiler' | 'collectives' | 'bind' | 'refine' | 'fluid' |
     'workloads' (then `name` picks the workload)."""
     info = build_info()
     entry = info.get(kind)

@@ -354,7 +354,7 @@ def _sharing_against_the_loop(seed: int, nlinks: int, nroutes: int, hops: int, s
 
 
 def test_flow_sharing_is_the_loops_to_the_bit():
-    """The flow replay's sharing (critpath._Flows: numpy on its arrays, a loop on its dict)
+    """The flow replay's sharing (critpath._Flows: numpy on its arrays, a C loop on its dict)
     gives every flow the rate the flow-by-flow loop gives, to the last bit, while flows
     start and end (the arrays compacted in between): many flows on 16 resources, and 400
     small cases of 8 resources where resources tie and which is filled first changes the
