@@ -211,7 +211,8 @@ def repair(sub: _Sub, part: np.ndarray, caps: list[int]) -> np.ndarray:
     v, b = key // k, key % k
     order = np.lexsort((b, v, -(to - own[v])))           # best gain first, ties in a fixed order
     moved = np.zeros(sub.n, bool)
-    for i in order:
+    over = int(excess[excess > 0].sum())
+    for i in order.tolist():
         x, y = int(v[i]), int(b[i])
         a = part[x]
         if moved[x] or excess[a] <= 0 or excess[y] >= 0:
@@ -220,6 +221,9 @@ def repair(sub: _Sub, part: np.ndarray, caps: list[int]) -> np.ndarray:
         moved[x] = True
         excess[a] -= 1
         excess[y] += 1
+        over -= 1
+        if not over:        # the rest would all be skipped (a random graph's cut: 10^5 candidates)
+            break
     # what is still over goes where there is most room, the least attached vertices first
     for a in np.flatnonzero(excess > 0):
         verts = np.flatnonzero((part == a) & ~moved)
