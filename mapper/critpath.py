@@ -678,6 +678,8 @@ class _Flows:
         self.e_sc = np.zeros(256)
         self.e_scip = np.zeros(256)
         self.res_map = np.full(256, -1, dtype=np.int64)
+        self.c_route, self.c_rate = np.zeros(64, dtype=np.int64), np.zeros(64)   # one call's flows and rates
+        self.c_ptrs = None
         self.memo: dict = {}                       # the dict form's flows (their numbers in order) -> (work, rates)
         self.held = 0                              # the flows in the memo's keys
         self._empty_arrays()
@@ -709,6 +711,7 @@ class _Flows:
             self.e_scip = np.concatenate([self.e_scip, np.zeros(len(self.e_scip))])
         if len(self.num) > len(self.res_map):
             self.res_map = np.full(2 * len(self.num), -1, dtype=np.int64)
+        self.c_ptrs = None       # (cheap: routes are prepared once each)
         self.r_ip[k] = ip
         self.r_first[k + 1] = b
         for i, (rid, c, cip) in enumerate(ents, a):
@@ -857,25 +860,31 @@ class _Flows:
     MEMO_MAX = 2_000_000                       # flows held in the memo's keys, summed (memory: about 50 MB)
 
     def _share_dict(self, budget, spent: int) -> int:
-        """The C loop's sharing (csrc/fluid/fluid.c), remembered: the rates (and the work) depend only on the flows' routes
-        and penalties in the order they started, and a pipeline or a halo exchange meets
-        the same few flows again and again (NPB CG 16: 65 % of the sharings), so a set met
-        before takes its rates from then (the same numbers) and its work is counted again."""
+        """The sharing by the C loop (csrc/fluid/fluid.c), remembered: the rates (and the
+        work) depend only on the flows' routes and penalties in the order they started, and
+        a pipeline or a halo exchange meets the same few flows again and again (NPB CG 16:
+        65 % of the sharings), so a set met before takes its rates from then (the same
+        numbers) and its work is counted again."""
         flows = self.d
         key = tuple([f[5][0] for f in flows.values()])
         got = self.memo.get(key)
         if got is None:
-            route = np.array(key, dtype=np.int64)
-            rate = np.empty(len(key))
-            w = _fluid().rm_fluid_share(len(key), route.ctypes.data, self.r_first.ctypes.data, self.e_rid.ctypes.data,
-                                        self.e_sc.ctypes.data, self.e_scip.ctypes.data, self.r_ip.ctypes.data,
-                                        self.res_map.ctypes.data, float("inf") if budget is None else float(budget),
-                                        int(spent), rate.ctypes.data)
+            n = len(key)
+            if n > len(self.c_route):
+                self.c_route, self.c_rate = np.zeros(2 * n, dtype=np.int64), np.zeros(2 * n)
+                self.c_ptrs = None
+            self.c_route[:n] = key
+            if self.c_ptrs is None:          # the arrays' addresses, again only when one was grown
+                self.c_ptrs = tuple(a.ctypes.data for a in (self.c_route, self.r_first, self.e_rid, self.e_sc,
+                                                             self.e_scip, self.r_ip, self.res_map)) + \
+                    (self.c_rate.ctypes.data,)
+            p = self.c_ptrs
+            w = _fluid().rm_fluid_share(n, *p[:7], float("inf") if budget is None else float(budget), int(spent), p[7])
             if w == -1:
                 raise TooCostly
             if w < 0:
                 raise MemoryError("rankmap: out of memory in the flow replay's sharing (fluid.c)")
-            rates = rate.tolist()
+            rates = self.c_rate[:n].tolist()
             for f, x in zip(flows.values(), rates):
                 f[1] = x
             if self.held + len(key) <= self.MEMO_MAX:
