@@ -82,6 +82,9 @@ def check_hosts(hosts: list[str], p: Platform, where: str) -> None:
             raise UserError(f"{where}: {counts[h]} ranks on {h}, which has {p.node_cores(i)} cores")
 
 
+PRECISION_RETRY = "--cfg=maxmin/precision:1e-4"     # SimGrid's default is 1e-5
+
+
 def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None = None,
              env: dict | None = None) -> SimResult:
     exe = require()
@@ -89,9 +92,17 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
     cmd = [exe] + args
     t0 = time.monotonic()
     try:
-        # smpirun's -tmpdir is broken in SimGrid 3.32; a private TMPDIR keeps parallel runs apart
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                             env=dict(os.environ, **(env or {}), TMPDIR=tmp), stdin=subprocess.DEVNULL)
+        while True:
+            # smpirun's -tmpdir is broken in SimGrid 3.32; a private TMPDIR keeps parallel runs apart
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                 env=dict(os.environ, **(env or {}), TMPDIR=tmp), stdin=subprocess.DEVNULL)
+            # SimGrid's max-min solver can stop on a rounding residue just above its precision
+            # ("Cannot saturate more a constraint that has no active element": NPB FT B 128's
+            # communication alone on Angara-K1 at x1); once more with the coarser precision it
+            # suggests (a finer one crashed there). The command kept in the result says so.
+            if res.returncode == 0 or "maxmin precision" not in res.stderr or PRECISION_RETRY in cmd:
+                break
+            cmd = cmd + [PRECISION_RETRY]
     except subprocess.TimeoutExpired:
         raise UserError(f"{what}: the simulation did not finish within {timeout:g} s") from None
     finally:
@@ -99,7 +110,9 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
     wall = time.monotonic() - t0
     m = SIMULATED.search(res.stderr)
     if res.returncode != 0 or not m:
-        tail = "\n".join([ln for ln in res.stderr.strip().splitlines() if "[0.000000]" not in ln][-6:])
+        lines = [ln for ln in res.stderr.strip().splitlines() if "[0.000000]" not in ln]
+        why = [ln for ln in lines if "CRITICAL" in ln or "ERROR" in ln][:2]     # the cause, above the backtrace
+        tail = "\n".join(why + [ln for ln in lines[-6:] if ln not in why])
         raise UserError(f"{what} failed (exit {res.returncode}):\n{tail}")
     return SimResult(seconds=float(m.group(1)), wall=wall, stdout=res.stdout, stderr=res.stderr, command=cmd)
 
