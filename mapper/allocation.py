@@ -250,14 +250,16 @@ def scattered_node_sets(machine: Machine, nranks: int, net, keep: int = SCATTERE
     generator seeded with the start and m, so that different starts give different sets; on
     a tree of switches this takes the leaves round robin) from up to SCATTER_STARTS starting
     nodes; a set of m nodes with fewer slots than ranks (nodes of mixed sizes) grows on by
-    farthest point until it holds them (the sets of the fewest nodes are kept first). Each set is scored by predict's bounds for a uniform all-to-all of one byte per
-    ordered pair of ranks (the largest of the links', the routers' limiters' and the
+    farthest point until it holds them (the sets of the fewest nodes are kept first). Each
+    set is scored by predict's bounds for a uniform all-to-all of one byte per ordered pair
+    of ranks (the largest of the links', the routers' limiters' and the
     bisection's, each linear in the bytes of each pair of nodes: bench/real_apps/floor.py),
     with the ranks per node that lower it most: from spread's even counts, one rank moved
     from a node to another while that lowers the score (a node on other members' routes
     passes their bytes through its limiter too: the floor's placement of NPB FT on Desmos,
-    bench/real_apps/floor.py, holds 6-3-5-6-6-6). Returns up to `keep` per m (the lowest scores; ties: the earlier
-    generated), as (nodes, counts, score), lowest first. Deterministic; at most
+    bench/real_apps/floor.py, holds 6-3-5-6-6-6). Returns up to `keep` per m (the fewest
+    nodes, then the lowest scores; ties: the earlier generated), as (nodes, counts, score),
+    lowest score first. Deterministic; at most
     SCATTER_STARTS x (SCATTER_EXTRA + 1) sets, each m^2 routes and a descent of at most m
     steps of m^2 moves. [] without a network, on one switch, for one node, or beyond
     SCATTER_MAX_NODES nodes."""

@@ -651,8 +651,8 @@ class _Flows:
     """run_time_fluid's active flows, in the order they started. Few of them (a pipeline's
     messages, NPB LU's): a dict of [bytes left, rate, route, penalty, requests], shared by
     a loop over them in C (csrc/fluid/fluid.c: _share_dict), where numpy's cost per call
-    would be most of the work. From ARRAYS_AT flows under way (NPB FT's alltoalls: hundreds) until fewer than
-    DICT_BELOW are: arrays of bytes left, rate, 1 / penalty per flow and each flow's route
+    would be most of the work. From ARRAYS_AT flows under way (NPB FT's alltoalls:
+    hundreds) until fewer than DICT_BELOW are: arrays of bytes left, rate, 1 / penalty per flow and each flow's route
     as entries (flow, resource, seconds per byte), contiguous per flow, shared with numpy
     (_share_arrays); ended flows are dropped from the arrays when they are more than half
     of them. Both give the same rates to the last bit, so where it switches changes the
