@@ -97,10 +97,13 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                  env=dict(os.environ, **(env or {}), TMPDIR=tmp), stdin=subprocess.DEVNULL)
             # SimGrid's max-min solver can stop on a rounding residue just above its precision
-            # ("Cannot saturate more a constraint that has no active element": NPB FT B 128's
-            # communication alone on Angara-K1 at x1); once more with the coarser precision it
-            # suggests (a finer one crashed there). The command kept in the result says so.
-            if res.returncode == 0 or "maxmin precision" not in res.stderr or PRECISION_RETRY in cmd:
+            # ("Cannot saturate more a constraint that has no active element"), or crash
+            # (SIGSEGV): NPB FT B 128's communication alone on Angara-K1 at x1, block's
+            # placement the one, rankmap-b's the other; both ran at the coarser precision the
+            # message suggests (a finer one crashed too), so once more with it. The command
+            # kept in the result says so.
+            solver = "maxmin precision" in res.stderr or res.returncode in (139, -11)
+            if res.returncode == 0 or not solver or PRECISION_RETRY in cmd:
                 break
             cmd = cmd + [PRECISION_RETRY]
     except subprocess.TimeoutExpired:
