@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 from real_apps.replay import COMPETITORS, OURS
@@ -31,7 +32,11 @@ def load(work: Path, cases: list, machines, scales, wanted=COMPETITORS) -> list[
                 res = json.loads(f.read_text())
                 if wanted != "all":
                     res = {n: v for n, v in res.items() if n in OURS or n in wanted}
-                if "block" not in res:
+                missing = [n for n in OURS if n not in res]
+                if missing:      # a row stopped half-way (its placements are replayed one at a time)
+                    if "block" in res:
+                        print(f"{case.name} {m} {net(s)}: not every placement replayed yet (no {', '.join(missing)}): "
+                              "left out of the tables", file=sys.stderr)
                     continue
                 rows.append({"case": case.name, "app": case.app, "ranks": case.ranks, "machine": m, "scale": s,
                              "what": case.what, "res": res, "map_seconds": pl.get("map_seconds", {}),
