@@ -86,7 +86,7 @@ PRECISION_RETRY = "--cfg=maxmin/precision:1e-4"     # SimGrid's default is 1e-5
 
 
 def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None = None,
-             env: dict | None = None) -> SimResult:
+             env: dict | None = None, retry: bool = False) -> SimResult:
     exe = require()
     tmp = tmp or tempfile.mkdtemp(prefix="rankmap-smpi-")
     cmd = [exe] + args
@@ -101,9 +101,9 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
             # (SIGSEGV): NPB FT B 128's communication alone on Angara-K1 at x1, block's
             # placement the one, rankmap-b's the other; both ran at the coarser precision the
             # message suggests (a finer one crashed too), so once more with it. The command
-            # kept in the result says so.
+            # kept in the result says so. Replays only (retry): a program's own crash is its own.
             solver = "maxmin precision" in res.stderr or res.returncode in (139, -11)
-            if res.returncode == 0 or not solver or PRECISION_RETRY in cmd:
+            if res.returncode == 0 or not retry or not solver or PRECISION_RETRY in cmd:
                 break
             cmd = cmd + [PRECISION_RETRY]
     except subprocess.TimeoutExpired:
@@ -168,4 +168,4 @@ def replay(trace: Path, p: Platform, platform_dir: Path, hostfile: Path, nranks:
     args = ["-np", str(nranks), "-platform", str(xml), "-hostfile", str(hostfile), "-replay", str(index)]
     # compute actions are replayed only with simulate-computation on (the replayer measures no bursts)
     args += config(p, "measured") + list(extra)
-    return _smpirun(args, timeout, f"replay of {trace.name}", tmp)
+    return _smpirun(args, timeout, f"replay of {trace.name}", tmp, retry=True)
