@@ -58,10 +58,12 @@ _COLLS = {"bcast", "reduce", "allreduce", "scan", "exscan", "barrier", "gather",
 class Schedule:
     """Each rank's actions in program order: ("compute", flops), ("send"|"isend"|"recv"|"irecv",
     peer, tag, bytes), ("wait", src, dst, tag), ("waitall",), ("coll", op, root[, bytes,
-    flops]) (bytes: each rank's contribution; flops: the reduction's compute)."""
+    flops]) (bytes: each rank's contribution; flops: the reduction's compute). Read only once
+    made: the replays keep what they derive from the actions (shared) for the next replay."""
 
-    def __init__(self, ranks: list[list[tuple]]):
+    def __init__(self, ranks: list[list[tuple]], shared: dict | None = None):
         self.ranks = ranks
+        self.shared = {} if shared is None else shared   # what every Schedule over these actions reuses (_encoded)
 
     @property
     def size(self) -> int:
@@ -206,7 +208,7 @@ def schedule_of(traffic) -> Schedule | None:
     # set's choice and the two searches); each asker gets its own Schedule, since the replay
     # predict chooses is decided per Schedule (predict._replayed), over the same actions,
     # which the replays only read, and the same compute-only replay (the same each time)
-    out = Schedule(sched.ranks)
+    out = Schedule(sched.ranks, sched.shared)
     out.__dict__["_compute_only"] = compute_only
     return out
 
@@ -215,29 +217,10 @@ def critical_latency(sched: Schedule, alpha) -> float | None:
     """The replay's end time (seconds) when a message from rank i to rank j costs
     alpha(i, j) and nothing else does; None if the replay gets stuck (a trace this model does
     not follow). Nothing is shared, so the ranks may run in any order: each runs until it
-    waits, and runs again when what it waits for is done."""
-    P = sched.size
-    R = _Ranks(sched, lambda i, j: (float(alpha(i, j)), 0.0, ()), None)
-    ready, queued = deque(range(P)), [True] * P
-
-    def wake(x):                       # a rank whose wait may be over: run it again
-        if not queued[x] and not R.fin[x]:
-            queued[x] = True
-            ready.append(x)
-
-    def message(i, j, size, t0, reqs, other):
-        reqs[0][3] = reqs[1][3] = t0 + R.info(i, j)[0]
-        wake(other)
-
-    R.earliest = lambda: float("inf")
-    R.message = message
-    R.entered = lambda last: [wake(x) for x in range(P)]
-    while ready:
-        r = ready.popleft()
-        queued[r] = False
-        if not R.fin[r]:
-            R.step(r)
-    return R.end()
+    waits, and runs again when what it waits for is done (a queue, in C: _inturn).
+    alpha: a function of (i, j), or a PairTable of latencies (alpha_of)."""
+    pair = alpha if isinstance(alpha, PairTable) else (lambda i, j: (float(alpha(i, j)), 0.0, ()))
+    return _inturn(sched, pair, None, contention=False, fifo=True)
 
 
 def _collective(op: str, root: int, entry: dict, P: int, cost, bound=None) -> list[float]:
@@ -298,17 +281,33 @@ def _bcast(T: list, root: int, P: int, cost) -> list[float]:
     return out
 
 
-def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float):
-    """alpha(i, j) for ranks i, j under a mapping: hops x link latency between their nodes,
-    the loopback's latency on one node."""
-    node = machine.slot_node[np.asarray(slot)]
+class PairTable:
+    """pair(i, j) of a mapping, by the ranks' nodes: by_nodes[(a, b)] for ranks on nodes a != b,
+    `loop` for ranks of one node (a message from a rank to itself costs nothing in the
+    replays, which do not ask). A value is (latency, seconds per byte on the route alone,
+    ((resource, seconds per byte), ...)) as run_time takes it; the C replay reads the table
+    by node (_pair_arrays) instead of asking per pair."""
 
-    def alpha(i, j):
-        a, b = node[i], node[j]
-        if a == b:
-            return loop_lat
-        return float(machine.node_hops(np.array([a]), np.array([b]))[0]) * link_lat
-    return alpha
+    def __init__(self, node: np.ndarray, by_nodes: dict, loop: tuple):
+        self.node, self.by_nodes, self.loop = np.asarray(node), by_nodes, loop
+
+    def __call__(self, i: int, j: int) -> tuple:
+        a, b = int(self.node[i]), int(self.node[j])
+        return self.by_nodes[(a, b)] if a != b else self.loop
+
+
+def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float) -> PairTable:
+    """alpha(i, j) for ranks i, j under a mapping, as a PairTable of latencies: hops x link
+    latency between their nodes, the loopback's latency on one node."""
+    node = machine.slot_node[np.asarray(slot)]
+    used = np.unique(node)
+    a, b = np.meshgrid(used, used, indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    x = a != b
+    a, b = a[x], b[x]
+    hops = machine.node_hops(a, b) if len(a) else np.zeros(0)
+    by_nodes = {(int(p), int(q)): (float(h) * link_lat, 0.0, ()) for p, q, h in zip(a.tolist(), b.tolist(), hops.tolist())}
+    return PairTable(node, by_nodes, (float(loop_lat), 0.0, ()))
 
 
 class _Ranks:
@@ -470,49 +469,7 @@ def run_time(sched: Schedule, pair, speed: float | None, contention: bool = True
     start in time order. Collectives run the algorithms of critical_latency, each message
     of one at its latency plus its bytes at the route's bandwidth (no contention), then the
     reduction's flops. None when the replay gets stuck."""
-    import heapq
-    P = sched.size
-    R = _Ranks(sched, pair, speed)
-    info = R.info
-    free: dict = defaultdict(float)     # resource -> time its queue is empty
-
-    def transfer(i, j, size, start):
-        lat, spb, res = info(i, j)
-        end = start + size * spb
-        if contention and size:
-            for rid, c in res:
-                f = free[rid]
-                e = (f if f > start else start) + size * c
-                free[rid] = e
-                if e > end:
-                    end = e
-        return end + lat
-
-    heap = [(0.0, r) for r in range(P)]
-    queued = [True] * P
-
-    def wake(x):
-        if not queued[x] and not R.fin[x]:
-            queued[x] = True
-            heapq.heappush(heap, (R.t[x], x))
-
-    def requeue(r, when):
-        queued[r] = True
-        heapq.heappush(heap, (when, r))
-
-    def message(i, j, size, t0, reqs, other):
-        reqs[0][3] = reqs[1][3] = transfer(i, j, size, t0)
-        wake(other)
-
-    R.earliest = lambda: heap[0][0] if heap else float("inf")
-    R.requeue, R.message = requeue, message
-    R.entered = lambda last: [wake(x) for x in range(P)]
-    while heap:
-        _, r = heapq.heappop(heap)
-        queued[r] = False
-        if not R.fin[r]:
-            R.step(r)
-    return R.end()
+    return _inturn(sched, pair, speed, contention=contention, fifo=False)
 
 
 @lru_cache(maxsize=None)
@@ -525,7 +482,145 @@ def _fluid():
     lib.rm_fluid_share.restype = C.c_int64
     V = C.c_void_p
     lib.rm_fluid_share.argtypes = [C.c_int64, V, V, V, V, V, V, V, C.c_double, C.c_int64, V]
+    lib.rm_inturn_replay.restype = C.c_int
+    lib.rm_inturn_replay.argtypes = [C.c_int64] + [V] * 9 + [C.c_int64] + [V] * 7 + [C.c_int64, C.c_double, C.c_int,
+                                                                                 C.c_int, V]
     return lib
+
+
+_OPS = {"compute": 0, "send": 1, "isend": 2, "recv": 3, "irecv": 4, "wait": 5, "waitall": 6, "waitlast": 7}
+_KINDS = {"bcast": 0, "reduce": 1, "gather": 1, "gatherv": 1, "allreduce": 2, "scan": 2, "exscan": 2,
+          "barrier": 2, "scatter": 3, "scatterv": 3}       # any other: a direct exchange (4)
+
+
+def _encoded(sched: Schedule) -> dict:
+    """The schedule as the C replay reads it (csrc/fluid/inturn.c): per action an op code and
+    (ia, ib, v) — peer, tag, bytes; a wait's source, tag, destination; waitlast's count in
+    ib; a compute's flops as a double's bits in v; a collective's index into its table in v —
+    each tag numbered in order met. Built once per actions (Schedule.shared): the trace's Python loop, ~1 s a million."""
+    got = sched.shared.get("encoded")
+    if got is not None:
+        return got
+    n, P = sum(len(a) for a in sched.ranks), sched.size
+    op = np.empty(n, dtype=np.int8)
+    ia = np.zeros(n, dtype=np.int32)
+    ib = np.zeros(n, dtype=np.int32)
+    v = np.zeros(n, dtype=np.int64)
+    fl = v.view(np.float64)
+    tags: dict = {}
+    colls: list = []
+    roff = np.zeros(sched.size + 1, dtype=np.int64)
+    k = 0
+    for r, acts in enumerate(sched.ranks):
+        ops, a_, b_, vs = [], [], [], []
+        flops = {}
+        for act in acts:
+            o = act[0]
+            c = _OPS.get(o)
+            if c is None:                                     # a collective
+                ops.append(8)
+                a_.append(0)
+                b_.append(0)
+                vs.append(len(colls))
+                colls.append((_KINDS.get(act[1], 4), act[2] if 0 <= act[2] < P else 0, act[3] if len(act) > 3 else 0,
+                              float(act[4]) if len(act) > 4 else 0.0))
+                continue
+            ops.append(c)
+            if c == 0:
+                flops[len(vs)] = act[1]
+                a_.append(0)
+                b_.append(0)
+                vs.append(0)
+            elif c <= 4:
+                a_.append(act[1])
+                b_.append(tags.setdefault(act[2], len(tags)))
+                vs.append(act[3])
+            elif c == 5:
+                a_.append(act[1])
+                b_.append(tags.setdefault(act[3], len(tags)))
+                vs.append(act[2])
+            else:                                             # waitall; waitlast: n in ib
+                a_.append(0)
+                b_.append(act[1] if c == 7 else 0)
+                vs.append(0)
+        m = len(ops)
+        op[k:k + m] = ops
+        ia[k:k + m] = np.clip(np.array(a_, dtype=np.int64), -1, P)   # a peer out of range: no message
+        ib[k:k + m] = b_
+        v[k:k + m] = vs
+        if flops:
+            at = np.fromiter(flops.keys(), dtype=np.int64, count=len(flops))
+            fl[k + at] = np.fromiter(flops.values(), dtype=np.float64, count=len(flops))
+        k += m
+        roff[r + 1] = k
+    got = {"roff": roff, "op": op, "ia": ia, "ib": ib, "v": v,
+           "ckind": np.array([c[0] for c in colls], dtype=np.int8),
+           "croot": np.array([c[1] for c in colls], dtype=np.int32),
+           "csize": np.array([c[2] for c in colls], dtype=np.int64),
+           "cflops": np.array([c[3] for c in colls], dtype=np.float64)}
+    sched.shared["encoded"] = got
+    return got
+
+
+def _pair_arrays(pair, P: int) -> tuple:
+    """(rank_node, U, E, lat, spb, first, rid, c, resources) for the C replay: a message from
+    rank i to rank j (i != j) is entry E[rank_node[i], rank_node[j]]; entry 0 is a rank to
+    itself. A PairTable gives its nodes' entries; any other pair is asked for every pair of
+    ranks (each rank its own node: small schedules)."""
+    if isinstance(pair, PairTable):
+        used, rank_node = np.unique(pair.node, return_inverse=True)
+        U = len(used)
+        E = np.ones((U, U), dtype=np.int32)                  # 1: the loop, two ranks of one node
+        vals = [(0.0, 0.0, ()), pair.loop]
+        at = {int(x): q for q, x in enumerate(used.tolist())}
+        for (a, b), val in pair.by_nodes.items():
+            if a in at and b in at and a != b:
+                E[at[a], at[b]] = len(vals)
+                vals.append(val)
+    else:
+        U, rank_node = P, np.arange(P)
+        E = np.zeros((P, P), dtype=np.int32)
+        vals, seen = [(0.0, 0.0, ())], {}
+        for i in range(P):
+            for j in range(P):
+                if i != j:
+                    val = pair(i, j)
+                    q = seen.get(val)
+                    if q is None:
+                        q = seen[val] = len(vals)
+                        vals.append(val)
+                    E[i, j] = q
+    res: dict = {}
+    first = np.zeros(len(vals) + 1, dtype=np.int64)
+    rid, cs = [], []
+    for q, (_, _, route) in enumerate(vals):
+        for key, c in route:
+            rid.append(res.setdefault(key, len(res)))
+            cs.append(c)
+        first[q + 1] = len(rid)
+    return (np.ascontiguousarray(rank_node, dtype=np.int32), U, np.ascontiguousarray(E),
+            np.array([x[0] for x in vals], dtype=np.float64), np.array([x[1] for x in vals], dtype=np.float64),
+            first, np.array(rid, dtype=np.int32), np.array(cs, dtype=np.float64), len(res))
+
+
+def _inturn(sched: Schedule, pair, speed: float | None, contention: bool, fifo: bool) -> float | None:
+    """run_time's (fifo False) and critical_latency's (fifo True) replay, in C."""
+    import ctypes as C
+    P = sched.size
+    if P == 0:
+        return 0.0
+    e = _encoded(sched)
+    rank_node, U, E, lat, spb, first, rid, cs, nres = _pair_arrays(pair, P)
+    ptr = lambda a: a.ctypes.data_as(C.c_void_p)           # noqa: E731
+    end = np.zeros(1)
+    inv = 0.0 if not speed else 1.0 / speed
+    rc = _fluid().rm_inturn_replay(P, ptr(e["roff"]), ptr(e["op"]), ptr(e["ia"]), ptr(e["ib"]), ptr(e["v"]),
+                                   ptr(e["ckind"]), ptr(e["croot"]), ptr(e["csize"]), ptr(e["cflops"]),
+                                   U, ptr(rank_node), ptr(E), ptr(lat), ptr(spb), ptr(first), ptr(rid), ptr(cs),
+                                   nres, inv, int(bool(contention)), int(fifo), ptr(end))
+    if rc == -2:
+        raise MemoryError("the trace's replay ran out of memory")
+    return None if rc else float(end[0])
 
 
 class TooCostly(Exception):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from rankmap.mapper.critpath import PairTable
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.metrics import link_loads
 from rankmap.mapper.network import FatTreeRoutes, SwitchTree, Torus
@@ -218,11 +219,7 @@ def pair_model(machine: Machine, slot: np.ndarray, net: Network):
                 res[k] += [(("n", int(a[k])), lim), (("n", int(b[k])), lim)]
     by_nodes = {(int(a[k]), int(b[k])): (float(hops[k]) * net.link_lat, inter_spb, tuple(res[k]))
                 for k in range(len(a))}
-    loop = (net.loop_lat, 1.0 / net.loop_bw, ())
-
-    def pair(i, j):
-        return by_nodes[(int(node[i]), int(node[j]))] if node[i] != node[j] else loop
-    return pair
+    return PairTable(node, by_nodes, (net.loop_lat, 1.0 / net.loop_bw, ()))
 
 
 def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.ndarray, net: Network,
@@ -352,5 +349,6 @@ def run_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network) -> 
         return None
     cache = schedule.__dict__.setdefault("_compute_only", {})
     if net.core_speed not in cache:
-        cache[net.core_speed] = run_time(schedule, lambda i, j: (0.0, 0.0, ()), net.core_speed) or 0.0
+        free = PairTable(np.zeros(schedule.size, dtype=np.int64), {}, (0.0, 0.0, ()))   # a network that costs nothing
+        cache[net.core_speed] = run_time(schedule, free, net.core_speed) or 0.0
     return {"run_seconds": run, "run_comm_seconds": max(0.0, run - cache[net.core_speed]), "run_sharing": how}

@@ -44,7 +44,7 @@ def test_large_blocking_send_waits_for_its_receive():
     # 2 -> 1 arrives at 1, rank 1 then takes 0's big message (at 2): only then does rank 0
     # send to rank 2, which has it at 3
     assert critical_latency(s, const(1.0)) == pytest.approx(3.0)
-    s.ranks[0][0] = ("send", 1, 0, big - 1)      # detached: rank 0's message to 2 leaves at 0
+    s = Schedule([[("send", 1, 0, big - 1)] + s.ranks[0][1:]] + s.ranks[1:])   # detached: 0's message to 2 leaves at 0
     assert critical_latency(s, const(1.0)) == pytest.approx(2.0)
 
 

@@ -1,0 +1,167 @@
+"""The in-turn replay in C (csrc/fluid/inturn.c, critpath._inturn) against the Python event
+loops it replaced, kept here as the reference: run_time's heap of ranks and
+critical_latency's queue over critpath._Ranks. Every time must be the same to the last bit,
+on hand-made schedules, random ones (every action kind, sizes on both sides of the detached
+threshold, collectives of every kind, shared resources) and real SMPI traces."""
+from __future__ import annotations
+
+import heapq
+import random
+from collections import defaultdict, deque
+
+import numpy as np
+
+from conftest import ti_trace
+from rankmap.mapper import spec as mspec
+from rankmap.mapper.critpath import (DETACHED, PairTable, Schedule, _Ranks, alpha_of, critical_latency,
+                                     read_schedule, run_time)
+from rankmap.mapper.predict import Network, pair_model
+
+
+def ref_critical_latency(sched, alpha):
+    P = sched.size
+    R = _Ranks(sched, lambda i, j: (float(alpha(i, j)), 0.0, ()), None)
+    ready, queued = deque(range(P)), [True] * P
+
+    def wake(x):                       # a rank whose wait may be over: run it again
+        if not queued[x] and not R.fin[x]:
+            queued[x] = True
+            ready.append(x)
+
+    def message(i, j, size, t0, reqs, other):
+        reqs[0][3] = reqs[1][3] = t0 + R.info(i, j)[0]
+        wake(other)
+
+    R.earliest = lambda: float("inf")
+    R.message = message
+    R.entered = lambda last: [wake(x) for x in range(P)]
+    while ready:
+        r = ready.popleft()
+        queued[r] = False
+        if not R.fin[r]:
+            R.step(r)
+    return R.end()
+
+
+def ref_run_time(sched, pair, speed, contention=True):
+    P = sched.size
+    R = _Ranks(sched, pair, speed)
+    info = R.info
+    free: dict = defaultdict(float)     # resource -> time its queue is empty
+
+    def transfer(i, j, size, start):
+        lat, spb, res = info(i, j)
+        end = start + size * spb
+        if contention and size:
+            for rid, c in res:
+                f = free[rid]
+                e = (f if f > start else start) + size * c
+                free[rid] = e
+                if e > end:
+                    end = e
+        return end + lat
+
+    heap = [(0.0, r) for r in range(P)]
+    queued = [True] * P
+
+    def wake(x):
+        if not queued[x] and not R.fin[x]:
+            queued[x] = True
+            heapq.heappush(heap, (R.t[x], x))
+
+    def requeue(r, when):
+        queued[r] = True
+        heapq.heappush(heap, (when, r))
+
+    def message(i, j, size, t0, reqs, other):
+        reqs[0][3] = reqs[1][3] = transfer(i, j, size, t0)
+        wake(other)
+
+    R.earliest = lambda: heap[0][0] if heap else float("inf")
+    R.requeue, R.message = requeue, message
+    R.entered = lambda last: [wake(x) for x in range(P)]
+    while heap:
+        _, r = heapq.heappop(heap)
+        queued[r] = False
+        if not R.fin[r]:
+            R.step(r)
+    return R.end()
+
+
+def random_schedule(P: int, rounds: int, seed: int) -> Schedule:
+    """Rounds of compute, collectives (every kind, sizes 0 to 100 kB, some with flops) and
+    point-to-point exchanges: each rank posts its receives, then blocking or non-blocking
+    sends on either side of the detached threshold, then waits for its receives one by one
+    or all at once; two tags a round, so some messages share (source, destination, tag)."""
+    rng = random.Random(seed)
+    ranks: list = [[] for _ in range(P)]
+    for rnd in range(rounds):
+        kind = rng.choice("pcx")
+        if kind == "c":
+            for r in range(P):
+                if rng.random() < 0.7:
+                    ranks[r].append(("compute", rng.choice([1e3, 1e5, 3.3e6])))
+        elif kind == "x":
+            op = rng.choice(["bcast", "reduce", "allreduce", "barrier", "scatter", "gather", "allgather", "alltoall"])
+            root, size, flops = rng.randrange(P), rng.choice([0, 8, 1000, 100000]), rng.choice([0.0, 100.0])
+            for r in range(P):
+                ranks[r].append(("coll", op, root, size, flops))
+        else:
+            msgs = [(i, j, 2 * rnd + rng.randrange(2), rng.choice([8, 5000, DETACHED - 1, DETACHED, 300000]))
+                    for i, j in ((rng.randrange(P), rng.randrange(P)) for _ in range(rng.randrange(1, 2 * P)))
+                    if i != j]
+            for r in range(P):
+                inc = [m for m in msgs if m[1] == r]
+                ranks[r] += [("irecv", m[0], m[2], m[3]) for m in inc]
+                ranks[r] += [(rng.choice(["send", "isend"]), m[1], m[2], m[3]) for m in msgs if m[0] == r]
+                if rng.random() < 0.5:
+                    ranks[r] += [("wait", m[0], m[1], m[2]) for m in rng.sample(inc, len(inc))]
+                ranks[r].append(("waitall",))
+    return Schedule(ranks)
+
+
+def test_the_same_as_the_python_loops_on_random_schedules():
+    """150 random schedules of 2-9 ranks, with compute free and at 1 Gflop/s, with and
+    without contention, over routes that share resources: every time the same to the bit
+    (collectives make a rank wake itself and yield: the heap holds it twice, as Python's)."""
+    def pair(i, j):
+        return (1e-6 * (1 + (i + j) % 3), 1e-9, ((("l", i % 2), 1e-9), (("n", j), 5e-10)))
+
+    for seed in range(150):
+        s = random_schedule(2 + seed % 8, 8, seed)
+        for speed in (None, 1e9):
+            assert run_time(s, pair, speed) == ref_run_time(s, pair, speed), (seed, speed)
+        assert run_time(s, pair, 1e9, contention=False) == ref_run_time(s, pair, 1e9, contention=False), seed
+        alpha = lambda i, j: 1e-6 * (1 + abs(i - j))    # noqa: E731
+        assert critical_latency(s, alpha) == ref_critical_latency(s, alpha), seed
+
+
+def test_the_same_on_a_machine_model(tmp_path):
+    """A trace read from SMPI's format (a linear alltoall expanded into its messages, a
+    reduce with flops, waits by request), replayed under pair_model's PairTable on a torus
+    with cores and NIC limiters, two ranks a node: the same to the bit."""
+    P = 8
+    lines = [[f"compute {1e6 * (r + 1)}", f"Irecv {(r - 1) % P} 0 70000", f"Isend {(r + 1) % P} 0 70000",
+              f"wait {(r - 1) % P} {r} 0", "waitall", "alltoall 2000 2000", "reduce 100 50 2",
+              f"send {(r + 3) % P} 5 10", f"recv {(r - 3) % P} 5 10", "allreduce 8 8"] for r in range(P)]
+    s = read_schedule(ti_trace(tmp_path, lines))
+    assert any(a[0] == "waitlast" for a in s.ranks[0])
+    m = mspec.build({"hosts": [f"n{i}" for i in range(4)], "node_topology": ["core:2"], "torus": "2x2",
+                     "coords": {f"n{i}": [i // 2, i % 2] for i in range(4)}})
+    net = Network(link_bw=1e9, link_lat=2e-6, loop_bw=1e10, loop_lat=1e-7, nic_bw=5e8, core_speed=1e9)
+    for slot in (np.arange(P), np.array([0, 2, 4, 6, 1, 3, 5, 7])):
+        pair = pair_model(m, slot, net)
+        assert isinstance(pair, PairTable)
+        for speed in (None, net.core_speed):
+            got = run_time(s, pair, speed)
+            assert got is not None and got == ref_run_time(s, pair, speed)
+        alpha = alpha_of(m, slot, net.link_lat, net.loop_lat)
+        assert critical_latency(s, alpha) == ref_critical_latency(s, lambda i, j: alpha(i, j)[0])
+
+
+def test_stuck_and_empty():
+    """A replay that gets stuck gives None; no ranks, 0."""
+    s = Schedule([[("recv", 1, 0, 8)], [("recv", 0, 0, 8)]])
+    assert run_time(s, lambda i, j: (1.0, 0.0, ()), None) is None
+    assert critical_latency(s, lambda i, j: 1.0) is None
+    assert run_time(Schedule([]), lambda i, j: (1.0, 0.0, ()), None) == 0.0
