@@ -212,7 +212,7 @@ TRACES = [
     btsp("bt", "C", 16, 5), btsp("bt", "C", 64, 5),
     cg("B", 32), cg("B", 128),
     mg("B", 32, 4), mg("B", 128, 4),
-    ft("B", 32, 3), ft("B", 128, 3),
+    ft("B", 32, 3), ft("B", 128, 3), ft("B", 256, 3),
     lulesh(27, 20, 20), lulesh(125, 16, 20), lulesh(216, 16, 20),
     minife(32, 96), minife(128, 128),
     cloverleaf(32, 960, 10), cloverleaf(128, 1920, 10),
