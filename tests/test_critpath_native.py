@@ -1,91 +1,22 @@
-"""The in-turn replay in C (csrc/fluid/inturn.c, critpath._inturn) against the Python event
-loops it replaced, kept here as the reference: run_time's heap of ranks and
-critical_latency's queue over critpath._Ranks. Every time must be the same to the last bit,
-on hand-made schedules, random ones (every action kind, sizes on both sides of the detached
-threshold, collectives of every kind, shared resources) and real SMPI traces."""
+"""The replays in C (csrc/fluid/replay.c, critpath._replay) against the Python event loops
+they replaced (tests/replay_reference.py): critical_latency, run_time and run_time_fluid.
+Every time must be the same to the last bit, on random schedules (every action kind, sizes on
+both sides of the detached threshold, collectives of every kind, shared resources) and a
+trace read from SMPI's format under a machine model; the flow replay's budget stops both at
+the same sharing."""
 from __future__ import annotations
 
-import heapq
 import random
-from collections import defaultdict, deque
 
 import numpy as np
+import pytest
 
 from conftest import ti_trace
+from replay_reference import ref_critical_latency, ref_run_time, ref_run_time_fluid
 from rankmap.mapper import spec as mspec
-from rankmap.mapper.critpath import (DETACHED, PairTable, Schedule, _Ranks, alpha_of, critical_latency,
-                                     read_schedule, run_time)
+from rankmap.mapper.critpath import (DETACHED, PairTable, Schedule, TooCostly, alpha_of, critical_latency,
+                                     read_schedule, run_time, run_time_fluid)
 from rankmap.mapper.predict import Network, pair_model
-
-
-def ref_critical_latency(sched, alpha):
-    P = sched.size
-    R = _Ranks(sched, lambda i, j: (float(alpha(i, j)), 0.0, ()), None)
-    ready, queued = deque(range(P)), [True] * P
-
-    def wake(x):                       # a rank whose wait may be over: run it again
-        if not queued[x] and not R.fin[x]:
-            queued[x] = True
-            ready.append(x)
-
-    def message(i, j, size, t0, reqs, other):
-        reqs[0][3] = reqs[1][3] = t0 + R.info(i, j)[0]
-        wake(other)
-
-    R.earliest = lambda: float("inf")
-    R.message = message
-    R.entered = lambda last: [wake(x) for x in range(P)]
-    while ready:
-        r = ready.popleft()
-        queued[r] = False
-        if not R.fin[r]:
-            R.step(r)
-    return R.end()
-
-
-def ref_run_time(sched, pair, speed, contention=True):
-    P = sched.size
-    R = _Ranks(sched, pair, speed)
-    info = R.info
-    free: dict = defaultdict(float)     # resource -> time its queue is empty
-
-    def transfer(i, j, size, start):
-        lat, spb, res = info(i, j)
-        end = start + size * spb
-        if contention and size:
-            for rid, c in res:
-                f = free[rid]
-                e = (f if f > start else start) + size * c
-                free[rid] = e
-                if e > end:
-                    end = e
-        return end + lat
-
-    heap = [(0.0, r) for r in range(P)]
-    queued = [True] * P
-
-    def wake(x):
-        if not queued[x] and not R.fin[x]:
-            queued[x] = True
-            heapq.heappush(heap, (R.t[x], x))
-
-    def requeue(r, when):
-        queued[r] = True
-        heapq.heappush(heap, (when, r))
-
-    def message(i, j, size, t0, reqs, other):
-        reqs[0][3] = reqs[1][3] = transfer(i, j, size, t0)
-        wake(other)
-
-    R.earliest = lambda: heap[0][0] if heap else float("inf")
-    R.requeue, R.message = requeue, message
-    R.entered = lambda last: [wake(x) for x in range(P)]
-    while heap:
-        _, r = heapq.heappop(heap)
-        queued[r] = False
-        if not R.fin[r]:
-            R.step(r)
-    return R.end()
 
 
 def random_schedule(P: int, rounds: int, seed: int) -> Schedule:
@@ -134,6 +65,25 @@ def test_the_same_as_the_python_loops_on_random_schedules():
         assert run_time(s, pair, 1e9, contention=False) == ref_run_time(s, pair, 1e9, contention=False), seed
         alpha = lambda i, j: 1e-6 * (1 + abs(i - j))    # noqa: E731
         assert critical_latency(s, alpha) == ref_critical_latency(s, alpha), seed
+        for speed in (None, 1e9):
+            assert run_time_fluid(s, pair, speed) == ref_run_time_fluid(s, pair, speed), (seed, speed)
+
+
+def test_the_flow_budget_stops_both_alike():
+    """The flow replay's work budget: both replays stop (TooCostly) below the work a whole
+    replay takes and finish above it, at the same budgets."""
+    def pair(i, j):
+        return (1e-6, 1e-9, ((("l", i % 2), 1e-9), (("l", 2 + j % 3), 1e-9)))
+
+    s = random_schedule(6, 12, 7)
+    for budget in (10, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 10 ** 4, 10 ** 7):
+        got = []
+        for replay in (run_time_fluid, ref_run_time_fluid):
+            try:
+                got.append(replay(s, pair, 1e9, budget=budget))
+            except TooCostly:
+                got.append("too costly")
+        assert got[0] == got[1], (budget, got)
 
 
 def test_the_same_on_a_machine_model(tmp_path):
@@ -155,6 +105,8 @@ def test_the_same_on_a_machine_model(tmp_path):
         for speed in (None, net.core_speed):
             got = run_time(s, pair, speed)
             assert got is not None and got == ref_run_time(s, pair, speed)
+            got = run_time_fluid(s, pair, speed)
+            assert got is not None and got == ref_run_time_fluid(s, pair, speed)
         alpha = alpha_of(m, slot, net.link_lat, net.loop_lat)
         assert critical_latency(s, alpha) == ref_critical_latency(s, lambda i, j: alpha(i, j)[0])
 
@@ -164,4 +116,5 @@ def test_stuck_and_empty():
     s = Schedule([[("recv", 1, 0, 8)], [("recv", 0, 0, 8)]])
     assert run_time(s, lambda i, j: (1.0, 0.0, ()), None) is None
     assert critical_latency(s, lambda i, j: 1.0) is None
+    assert run_time_fluid(s, lambda i, j: (1.0, 1e-9, (("l", 1e-9),)), None) is None
     assert run_time(Schedule([]), lambda i, j: (1.0, 0.0, ()), None) == 0.0

@@ -319,7 +319,7 @@ def _sharing_against_the_loop(seed: int, nlinks: int, nroutes: int, hops: int, s
     """Flows on random routes start (1 to `most` at a time) and a third of them end, `steps`
     times; after each start _Flows.share (its arrays, or its dict: `arrays`) and the loop
     must give the same rates. Returns the flows started and those the arrays hold at the end."""
-    from rankmap.mapper.critpath import _Flows
+    from replay_reference import _Flows
     rng = np.random.default_rng(seed)
     links = [(("l", k), 1e-9) for k in range(nlinks)] + [(("n", k), 1.5e-9) for k in range(nlinks // 3)]
     routes = [tuple(links[x] for x in rng.choice(len(links), size=rng.integers(1, hops + 1), replace=False))
@@ -354,7 +354,7 @@ def _sharing_against_the_loop(seed: int, nlinks: int, nroutes: int, hops: int, s
 
 
 def test_flow_sharing_is_the_loops_to_the_bit():
-    """The flow replay's sharing (critpath._Flows: numpy on its arrays, a C loop on its dict)
+    """The flow replay's sharing (_Flows, the Python replay's: numpy on its arrays, fluid.c's C loop on its dict)
     gives every flow the rate the flow-by-flow loop gives, to the last bit, while flows
     start and end (the arrays compacted in between): many flows on 16 resources, and 400
     small cases of 8 resources where resources tie and which is filled first changes the
@@ -370,8 +370,9 @@ def test_flow_sharing_is_the_loops_to_the_bit():
 def test_flow_replay_the_same_in_either_form(monkeypatch):
     """The flow replay of alltoalls (many flows at once) between pipelined messages (one at
     a time), with its flows held as arrays throughout, as a dict throughout, or switching
-    between them as it does (and every few flows): the same time to the last bit."""
-    from rankmap.mapper.critpath import _Flows
+    between them as it does (and every few flows): the same time to the last bit, and the
+    C replay's (its flows always shared by fluid.c's loop)."""
+    from replay_reference import _Flows, ref_run_time_fluid
     P = 16
     ranks = []
     for r in range(P):
@@ -401,7 +402,8 @@ def test_flow_replay_the_same_in_either_form(monkeypatch):
     for at, below in ((48, 24), (1, 0), (10 ** 9, 0), (4, 2)):
         monkeypatch.setattr(_Flows, "ARRAYS_AT", at)
         monkeypatch.setattr(_Flows, "DICT_BELOW", below)
-        got.append(run_time_fluid(s, pair, 1e9))
+        got.append(ref_run_time_fluid(s, pair, 1e9))
+    got.append(run_time_fluid(s, pair, 1e9))
     assert got[0] is not None and got[0] > 0 and len(set(got)) == 1, got
 
 
@@ -475,8 +477,9 @@ def test_dict_sharing_and_its_memo_are_the_loops_to_the_bit(monkeypatch):
     rates of a set of flows met before taken from a memo) gives the flow-by-flow loop's
     rates to the last bit: the 400 small cases where ties decide the last bits, and a
     replay with the memo and without it the same time, the memo used, its work counted
-    again (the budget reached at the same point)."""
-    from rankmap.mapper.critpath import TooCostly, _Flows
+    again (the budget reached at the same point; the C replay, without a memo, too)."""
+    from replay_reference import _Flows, ref_run_time_fluid
+    from rankmap.mapper.critpath import TooCostly
     for seed in range(400):
         _sharing_against_the_loop(seed, 6, 8, 3, 6, 8, arrays=False)
     P = 8
@@ -501,19 +504,21 @@ def test_dict_sharing_and_its_memo_are_the_loops_to_the_bit(monkeypatch):
         hits.append(len(self.memo) == n)
         return w
     monkeypatch.setattr(_Flows, "_share_dict", counted)
-    with_memo = run_time_fluid(s, pair, 1e9)
+    with_memo = ref_run_time_fluid(s, pair, 1e9)
     assert with_memo is not None and any(hits)
     monkeypatch.setattr(_Flows, "MEMO_MAX", 0)
-    assert run_time_fluid(s, pair, 1e9) == with_memo
+    assert ref_run_time_fluid(s, pair, 1e9) == with_memo == run_time_fluid(s, pair, 1e9)
     full = len(hits)
     cut = []
     for memo in (2_000_000, 0):               # the budget passed at the same sharing either way
         monkeypatch.setattr(_Flows, "MEMO_MAX", memo)
         hits.clear()
         with pytest.raises(TooCostly):
-            run_time_fluid(s, pair, 1e9, budget=3000)
+            ref_run_time_fluid(s, pair, 1e9, budget=3000)
         cut.append(len(hits))
     assert cut[0] == cut[1] < full
+    with pytest.raises(TooCostly):
+        run_time_fluid(s, pair, 1e9, budget=3000)
 
 
 def test_schedule_read_once_per_traffic(tmp_path, monkeypatch):

@@ -1,12 +1,13 @@
-/* The in-turn replay of an SMPI trace (mapper/critpath.py: run_time and critical_latency over
- * _Ranks), the same event loop in C. In Python it was the mapping's cost at 128 ranks: NPB CG
- * B 128's 18.9 million actions took 30-40 s an estimate, and a rankmap-c mapping asks for
- * dozens. Every step is the Python one's, in the same order: ranks run from a heap of
- * (clock, rank) (run_time) or a first-in first-out queue (critical_latency), messages are
- * matched first-in first-out per (source, destination, tag), and every sum and maximum is taken
- * in the order the Python code takes it, so the times are the same to the last bit
- * (tests/test_critpath_native.py). Built with -ffp-contract=off: a fused multiply-add would
- * change the last bits. */
+/* The replays of an SMPI trace (mapper/critpath.py: critical_latency, run_time and
+ * run_time_fluid): the event loops that were Python, in C. In Python they were the mapping's
+ * cost with a trace: NPB CG B 128's 18.9 million actions took 30-40 s an estimate, and a
+ * rankmap-c mapping asks for dozens. Every step is the Python one's, in the same order
+ * (the Python loops are kept in tests/test_critpath_native.py as the reference): ranks run
+ * from a first-in first-out queue (critical_latency), a heap of (clock, rank) (run_time) or a
+ * heap of (time, sequence) events that also starts flows (run_time_fluid); messages are
+ * matched first-in first-out per (source, destination, tag); every sum and maximum is taken in
+ * the order the Python code takes it, so the times are the same to the last bit. Built with
+ * -ffp-contract=off: a fused multiply-add would change the last bits. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,12 @@
 enum { A_COMPUTE, A_SEND, A_ISEND, A_RECV, A_IRECV, A_WAIT, A_WAITALL, A_WAITLAST, A_COLL };
 enum { C_BCAST, C_REDUCE, C_ALLREDUCE, C_SCATTER, C_DIRECT };
 enum { W_NONE, W_REQS, W_COLL };
+enum { M_INTURN, M_CRIT, M_FLUID };     /* run_time, critical_latency, run_time_fluid */
+
+/* the sharing (fluid.c) */
+int64_t rm_fluid_share(int64_t nf, const int64_t *flow_route, const int64_t *r_first, const int64_t *e_rid,
+                       const double *e_c, const double *e_cip, const double *r_ip, int64_t *res_map,
+                       double budget, int64_t spent, double *rate_out);
 
 #define DETACHED 65536      /* SimGrid's smpi/send-is-detached-thresh (critpath.DETACHED) */
 #define DIRECT_MAX 512      /* critpath.DIRECT_MAX */
@@ -35,8 +42,11 @@ static int vec_push(vec *a, int64_t x)
     return 0;
 }
 
-/* a request: [src, dst, tag, end]; end NaN while the message is not matched */
-typedef struct { double end; int32_t src, dst, tag; int8_t matched, owned; int64_t next_free; } req_t;
+/* a request: [src, dst, tag, end]; end NaN while its message is under way; the ranks to wake
+ * when it completes (the flow replay) */
+typedef struct { double end; int32_t src, dst, tag; int8_t matched, owned; int64_t next_free; vec waiters; } req_t;
+/* a flow that starts moving bytes at an event of the heap: (bytes, pair, its two requests) */
+typedef struct { int64_t size, pair, q0, q1, next_free; } start_t;
 /* a half posted before its other half: (post time, size, request), in a key's queue */
 typedef struct { double post; int64_t size, req, next; } ent_t;
 /* a (src, dst, tag) key's two queues: halves posted by senders and by receivers */
@@ -50,12 +60,21 @@ typedef struct {
     const int8_t *ckind; const int32_t *croot; const int64_t *csize; const double *cflops;
     /* the pairs */
     int64_t U; const int32_t *rank_node, *E; const double *lat, *spb; const int64_t *pfirst; const int32_t *prid; const double *pc;
-    int64_t nres; double inv; int contention, fifo;
+    int64_t nres; double inv; int contention, fifo, mode;
     /* the ranks */
     double *t; int64_t *pc_; int8_t *fin, *queued, *wkind; int64_t *wcoll, *ncoll; vec *wreqs, *pending;
     int64_t left;
-    /* the queue of ranks to run: a heap of (time, rank) or a ring of ranks */
-    double *ht; int64_t *hr, hn, caph, qhead;
+    /* the queue of ranks to run: a ring of ranks (critical_latency), or a heap of (time, key,
+     * item) where key is the rank (run_time) or the event's sequence number (run_time_fluid) and
+     * item a rank, or -1 - a flow start */
+    double *ht; int64_t *hr, *hi, hn, caph, qhead, seq;
+    /* the flow replay: flows starting (a pool), the flows under way in the order they started,
+     * the routes as the sharing reads them, the clock, the next end, the work spent */
+    start_t *st; int64_t nst, capst, freest;
+    double *f_left, *f_rate; int64_t *f_pair, *f_q0, *f_q1, nf, capf, *f_route; double *f_out;
+    int64_t *e_rid64, *res_map; double *e_cip, *r_ip;
+    double now, nxt, budget; int64_t spent; int too_costly;
+    int64_t *wid, *reg;                 /* each rank's current wait's number, the one it registered for */
     /* requests, halves waiting for their match, keys */
     req_t *req; int64_t nreq, capreq, freereq;
     ent_t *ent; int64_t nent, capent, freeent;
@@ -68,18 +87,18 @@ typedef struct {
 } S;
 
 /* ---- the queue of ranks ---- */
-static int before(double ta, int64_t ra, double tb, int64_t rb)
+static int before(double ta, int64_t ka, double tb, int64_t kb)
 {
-    return ta < tb || (ta == tb && ra < rb);
+    return ta < tb || (ta == tb && ka < kb);
 }
 
 /* a rank is in the queue of critical_latency at most once (wake only queues a rank not
  * queued); run_time's heap may hold a rank twice, as Python's does: a rank that wakes itself
  * (the last to enter a collective, a message to itself) and then yields is pushed again */
-static void push(S *s, double when, int64_t r)
+static void push_item(S *s, double when, int64_t key, int64_t item)
 {
     if (s->fifo) {
-        s->hr[(s->qhead + s->hn++) % s->P] = r;
+        s->hr[(s->qhead + s->hn++) % s->P] = item;
         return;
     }
     if (s->hn == s->caph) {
@@ -96,32 +115,49 @@ static void push(S *s, double when, int64_t r)
             return;
         }
         s->hr = h;
+        int64_t *it = realloc(s->hi, sizeof(int64_t) * (size_t)cap);
+        if (!it) {
+            s->oom = 1;
+            return;
+        }
+        s->hi = it;
         s->caph = cap;
     }
     int64_t i = s->hn++;
     while (i > 0) {
         int64_t p = (i - 1) / 2;
-        if (!before(when, r, s->ht[p], s->hr[p]))
+        if (!before(when, key, s->ht[p], s->hr[p]))
             break;
         s->ht[i] = s->ht[p];
         s->hr[i] = s->hr[p];
+        s->hi[i] = s->hi[p];
         i = p;
     }
     s->ht[i] = when;
-    s->hr[i] = r;
+    s->hr[i] = key;
+    s->hi[i] = item;
 }
 
-static int64_t pop(S *s)
+/* a rank to run at `when`: keyed by itself (run_time) or by the next sequence number */
+static void push(S *s, double when, int64_t r)
+{
+    push_item(s, when, s->mode == M_FLUID ? s->seq++ : r, r);
+}
+
+/* the first item; its time in *when */
+static int64_t pop(S *s, double *when)
 {
     if (s->fifo) {
         int64_t r = s->hr[s->qhead];
         s->qhead = (s->qhead + 1) % s->P;
         s->hn--;
+        *when = 0.0;
         return r;
     }
-    int64_t top = s->hr[0];
+    int64_t top = s->hi[0];
+    *when = s->ht[0];
     double lt = s->ht[--s->hn];
-    int64_t lr = s->hr[s->hn];
+    int64_t lk = s->hr[s->hn], li = s->hi[s->hn];
     int64_t i = 0;
     for (;;) {
         int64_t c = 2 * i + 1;
@@ -129,28 +165,43 @@ static int64_t pop(S *s)
             break;
         if (c + 1 < s->hn && before(s->ht[c + 1], s->hr[c + 1], s->ht[c], s->hr[c]))
             c++;
-        if (!before(s->ht[c], s->hr[c], lt, lr))
+        if (!before(s->ht[c], s->hr[c], lt, lk))
             break;
         s->ht[i] = s->ht[c];
         s->hr[i] = s->hr[c];
+        s->hi[i] = s->hi[c];
         i = c;
     }
     s->ht[i] = lt;
-    s->hr[i] = lr;
+    s->hr[i] = lk;
+    s->hi[i] = li;
     return top;
 }
 
 static double earliest(S *s)
 {
-    return (s->fifo || s->hn == 0) ? INFINITY : s->ht[0];
+    double h = (s->fifo || s->hn == 0) ? INFINITY : s->ht[0];
+    if (s->mode == M_FLUID && s->nf > 0 && s->nxt < h)
+        return s->nxt;
+    return h;
+}
+
+/* a rank whose wait may be over, to run again: at its clock (run_time), at `when` or its
+ * clock if later (run_time_fluid) */
+static void wake_at(S *s, int64_t x, double when)
+{
+    if (!s->queued[x] && !s->fin[x]) {
+        s->queued[x] = 1;
+        if (s->mode == M_FLUID)
+            push(s, when >= s->t[x] ? when : s->t[x], x);
+        else
+            push(s, s->t[x], x);
+    }
 }
 
 static void wake(S *s, int64_t x)
 {
-    if (!s->queued[x] && !s->fin[x]) {
-        s->queued[x] = 1;
-        push(s, s->t[x], x);
-    }
+    wake_at(s, x, s->t[x]);
 }
 
 static void requeue(S *s, int64_t r, double when)
@@ -205,6 +256,8 @@ static int64_t new_req(S *s, int32_t src, int32_t dst, int32_t tag)
             s->capreq = cap;
         }
         q = s->nreq++;
+        s->req[q].waiters.v = NULL;
+        s->req[q].waiters.cap = 0;
     }
     req_t *x = &s->req[q];
     x->end = NAN;
@@ -213,6 +266,7 @@ static int64_t new_req(S *s, int32_t src, int32_t dst, int32_t tag)
     x->tag = tag;
     x->matched = 0;
     x->owned = 1;
+    x->waiters.n = 0;
     return q;
 }
 
@@ -233,6 +287,17 @@ static void matched(S *s, int64_t q)
         s->req[q].next_free = s->freereq;
         s->freereq = q;
     }
+}
+
+/* request q completes at `end`: the ranks registered on it are woken (the flow replay) */
+static void complete(S *s, int64_t q, double end)
+{
+    s->req[q].end = end;
+    vec *w = &s->req[q].waiters;
+    for (int64_t i = 0; i < w->n; i++)
+        wake_at(s, w->v[i], end);
+    w->n = 0;
+    matched(s, q);
 }
 
 static uint64_t mix(uint64_t k)
@@ -276,6 +341,172 @@ static slot_t *slot(S *s, uint64_t key)
     return x;
 }
 
+/* ---- the flow replay (critpath.run_time_fluid) ---- */
+/* a message matched at t0 (run_time_fluid's start and message): on the loopback, or with no
+ * bytes, done at a fixed time (the waiters on the other half woken then); else a flow that
+ * starts moving bytes after the route's latency */
+static int flow_message(S *s, int64_t i, int64_t j, int64_t size, double t0, int64_t q0, int64_t q1)
+{
+    int64_t k = pair_of(s, i, j);
+    if (s->pfirst[k] == s->pfirst[k + 1] || !size) {
+        double done = t0 + s->lat[k] + (double)size * s->spb[k];
+        s->req[q0].end = done;
+        matched(s, q0);
+        complete(s, q1, done);
+        return 0;
+    }
+    int64_t f;
+    if (s->freest >= 0) {
+        f = s->freest;
+        s->freest = s->st[f].next_free;
+    } else {
+        if (s->nst == s->capst) {
+            int64_t cap = s->capst ? 2 * s->capst : 1024;
+            start_t *a = realloc(s->st, sizeof(start_t) * (size_t)cap);
+            if (!a) {
+                s->oom = 1;
+                return -1;
+            }
+            s->st = a;
+            s->capst = cap;
+        }
+        f = s->nst++;
+    }
+    s->st[f].size = size;
+    s->st[f].pair = k;
+    s->st[f].q0 = q0;
+    s->st[f].q1 = q1;
+    push_item(s, t0 + s->lat[k], s->seq++, -1 - f);
+    return 0;
+}
+
+static void advance(S *s, double t)
+{
+    double dt = t - s->now;
+    if (dt > 0) {                       /* never back: an event behind the clock happens now */
+        for (int64_t f = 0; f < s->nf; f++)
+            s->f_left[f] -= s->f_rate[f] * dt;
+        s->now = t;
+    }
+}
+
+static int add_flow(S *s, int64_t st)
+{
+    if (s->nf == s->capf) {
+        int64_t cap = s->capf ? 2 * s->capf : 256;
+        double *l = realloc(s->f_left, sizeof(double) * (size_t)cap), *r, *o;
+        if (!l)
+            return -1;
+        s->f_left = l;
+        if (!(r = realloc(s->f_rate, sizeof(double) * (size_t)cap)))
+            return -1;
+        s->f_rate = r;
+        if (!(o = realloc(s->f_out, sizeof(double) * (size_t)cap)))
+            return -1;
+        s->f_out = o;
+        int64_t **arr[4] = {&s->f_pair, &s->f_q0, &s->f_q1, &s->f_route};
+        for (int a = 0; a < 4; a++) {
+            int64_t *x = realloc(*arr[a], sizeof(int64_t) * (size_t)cap);
+            if (!x)
+                return -1;
+            *arr[a] = x;
+        }
+        s->capf = cap;
+    }
+    start_t *x = &s->st[st];
+    int64_t f = s->nf++;
+    s->f_left[f] = (double)x->size;
+    s->f_rate[f] = 0.0;
+    s->f_pair[f] = x->pair;
+    s->f_q0[f] = x->q0;
+    s->f_q1[f] = x->q1;
+    x->next_free = s->freest;
+    s->freest = st;
+    return 0;
+}
+
+/* the max-min rates of the flows under way (fluid.c), then when the first ends */
+static void share(S *s)
+{
+    for (int64_t f = 0; f < s->nf; f++)
+        s->f_route[f] = s->f_pair[f];
+    int64_t w = rm_fluid_share(s->nf, s->f_route, s->pfirst, s->e_rid64, s->pc, s->e_cip, s->r_ip, s->res_map,
+                               s->budget, s->spent, s->f_out);
+    if (w == -1) {
+        s->too_costly = 1;
+        return;
+    }
+    if (w < 0) {
+        s->oom = 1;
+        return;
+    }
+    s->spent += w;
+    for (int64_t f = 0; f < s->nf; f++)
+        s->f_rate[f] = s->f_out[f];
+    double m = INFINITY;
+    for (int64_t f = 0; f < s->nf; f++)
+        if (s->f_rate[f] > 0) {
+            double x = s->now + s->f_left[f] / s->f_rate[f];
+            if (x < m)
+                m = x;
+        }
+    s->nxt = m;
+}
+
+/* the flows done at te (within eps of their end), or else the first to end: their requests
+ * complete, in the order the flows started */
+static void end_flows(S *s, double te, double eps)
+{
+    int64_t n = s->nf, ended = 0;
+    char *done = (char *)s->f_route;    /* (scratch: the routes are written again by share) */
+    for (int64_t f = 0; f < n; f++) {
+        double l = s->f_left[f], r = s->f_rate[f];
+        done[f] = l <= 1e-6 || (r > 0 && l / r <= eps);
+        ended += done[f];
+    }
+    if (!ended && n) {
+        int64_t best = 0;
+        double bt = INFINITY;
+        for (int64_t f = 0; f < n; f++) {
+            double x = s->f_rate[f] > 0 ? s->f_left[f] / s->f_rate[f] : INFINITY;
+            if (f == 0 || x < bt) {
+                bt = x;
+                best = f;
+            }
+        }
+        done[best] = 1;
+    }
+    int64_t m = 0;
+    int64_t *q0 = malloc(sizeof(int64_t) * (size_t)(n ? n : 1)), *q1 = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    int64_t nd = 0;
+    if (!q0 || !q1) {
+        free(q0);
+        free(q1);
+        s->oom = 1;
+        return;
+    }
+    for (int64_t f = 0; f < n; f++) {
+        if (done[f]) {
+            q0[nd] = s->f_q0[f];
+            q1[nd++] = s->f_q1[f];
+            continue;
+        }
+        s->f_left[m] = s->f_left[f];
+        s->f_rate[m] = s->f_rate[f];
+        s->f_pair[m] = s->f_pair[f];
+        s->f_q0[m] = s->f_q0[f];
+        s->f_q1[m] = s->f_q1[f];
+        m++;
+    }
+    s->nf = m;
+    for (int64_t d = 0; d < nd; d++) {
+        complete(s, q0[d], te);
+        complete(s, q1[d], te);
+    }
+    free(q0);
+    free(q1);
+}
+
 /* rank r's half of src -> dst (critpath._Ranks._post): matched with the other half if that
  * was posted first (the message then moves, with the sender's size), else queued */
 static int64_t post(S *s, int64_t r, int sending, int64_t src, int64_t dst, int32_t tag, int64_t size)
@@ -298,6 +529,11 @@ static int64_t post(S *s, int64_t r, int sending, int64_t src, int64_t dst, int3
         int64_t other = x->req, sz = sending ? size : x->size;
         x->next = s->freeent;
         s->freeent = e;
+        if (s->mode == M_FLUID) {
+            if (flow_message(s, src, dst, sz, t0, q, other) < 0)
+                return -1;
+            return q;
+        }
         double end = transfer(s, src, dst, sz, t0);
         s->req[q].end = s->req[other].end = end;
         matched(s, q);
@@ -518,9 +754,24 @@ static void step(S *s, int64_t r)
             double done;
             if (s->wkind[r] == W_REQS) {
                 vec *w = &s->wreqs[r];
+                int open = 0;
                 for (int64_t i = 0; i < w->n; i++)
                     if (isnan(s->req[w->v[i]].end))
-                        return;
+                        open = 1;
+                if (open) {
+                    /* the flow replay: once per wait, the rank is registered on the requests
+                     * open (they only complete, so a second registration would only wake it
+                     * where the first already has) */
+                    if (s->mode == M_FLUID && s->reg[r] != s->wid[r]) {
+                        s->reg[r] = s->wid[r];
+                        for (int64_t i = 0; i < w->n; i++)
+                            if (isnan(s->req[w->v[i]].end) && vec_push(&s->req[w->v[i]].waiters, r) < 0) {
+                                s->oom = 1;
+                                return;
+                            }
+                    }
+                    return;
+                }
                 done = t[r];
                 for (int64_t i = 0; i < w->n; i++)
                     if (s->req[w->v[i]].end > done)
@@ -593,6 +844,7 @@ static void step(S *s, int64_t r)
                     return;
                 }
                 s->wkind[r] = W_REQS;
+                s->wid[r]++;
             }
             break;
         }
@@ -611,6 +863,7 @@ static void step(S *s, int64_t r)
                         return;
                     }
                     s->wkind[r] = W_REQS;
+                    s->wid[r]++;
                     break;
                 }
             }
@@ -627,6 +880,7 @@ static void step(S *s, int64_t r)
                     }
                 p->n -= n;
                 s->wkind[r] = W_REQS;
+                s->wid[r]++;
             }
             break;
         }
@@ -640,6 +894,7 @@ static void step(S *s, int64_t r)
                     }
                 p->n = 0;
                 s->wkind[r] = W_REQS;
+                s->wid[r]++;
             }
             break;
         }
@@ -652,9 +907,14 @@ static void step(S *s, int64_t r)
             c->count++;
             s->wkind[r] = W_COLL;
             s->wcoll[r] = seq;
-            if (c->count == P)
+            if (c->count == P) {
+                double last = c->t[0];
+                for (int64_t x = 1; x < P; x++)
+                    if (c->t[x] > last)
+                        last = c->t[x];
                 for (int64_t x = 0; x < P; x++)
-                    wake(s, x);
+                    wake_at(s, x, last);
+            }
         }
         }
     }
@@ -666,26 +926,29 @@ static void step(S *s, int64_t r)
  *   (ckind, croot, csize, cflops).
  * A message from i to j (i != j): pair k = E[rank_node[i] * U + rank_node[j]] (k = 0 from a
  * rank to itself), latency lat[k], seconds per byte spb[k], resources prid[pfirst[k] ..
- * pfirst[k+1]) (numbered below nres) at pc[] seconds per byte.
- * inv: 1 / the cores' speed (0: compute free). fifo: critical_latency's order (a queue, no
- * yielding) instead of run_time's heap. Returns 0 and the end in *end_out, 1 when some rank
- * never finished (the replay stuck), -2 out of memory. */
-int rm_inturn_replay(int64_t P, const int64_t *roff, const int8_t *op, const int32_t *ia, const int32_t *ib,
-                     const int64_t *v, const int8_t *ckind, const int32_t *croot, const int64_t *csize,
-                     const double *cflops, int64_t U, const int32_t *rank_node, const int32_t *E,
-                     const double *lat, const double *spb,
-                     const int64_t *pfirst, const int32_t *prid, const double *pc, int64_t nres,
-                     double inv, int contention, int fifo, double *end_out)
+ * pfirst[k+1]) (numbered below nres) at pc[] seconds per byte; npairs pairs.
+ * inv: 1 / the cores' speed (0: compute free). mode: M_INTURN (run_time, with or without
+ * contention), M_CRIT (critical_latency), M_FLUID (run_time_fluid: weight_s, budget).
+ * Returns 0 and the end in *end_out, 1 when some rank never finished (the replay stuck), 2
+ * when the flow replay's work passed its budget, -2 out of memory. */
+static int replay(int64_t P, const int64_t *roff, const int8_t *op, const int32_t *ia, const int32_t *ib,
+                  const int64_t *v, const int8_t *ckind, const int32_t *croot, const int64_t *csize,
+                  const double *cflops, int64_t U, const int32_t *rank_node, const int32_t *E,
+                  const double *lat, const double *spb, const int64_t *pfirst, const int32_t *prid, const double *pc,
+                  int64_t npairs, int64_t nres, double inv, int contention, int mode, double weight_s, double budget,
+                  double *end_out)
 {
     S s;
     memset(&s, 0, sizeof s);
     s.P = P; s.roff = roff; s.op = op; s.ia = ia; s.ib = ib; s.v = v;
     s.ckind = ckind; s.croot = croot; s.csize = csize; s.cflops = cflops;
     s.U = U; s.rank_node = rank_node; s.E = E; s.lat = lat; s.spb = spb; s.pfirst = pfirst; s.prid = prid; s.pc = pc;
-    s.nres = nres; s.inv = inv; s.contention = contention; s.fifo = fifo;
-    s.freereq = s.freeent = -1;
+    s.nres = nres; s.inv = inv; s.contention = contention; s.mode = mode; s.fifo = mode == M_CRIT;
+    s.freereq = s.freeent = s.freest = -1;
+    s.budget = budget;
+    s.nxt = INFINITY;
     int rc = -2;
-    size_t n = (size_t)(P > 0 ? P : 1);
+    size_t n = (size_t)(P > 0 ? P : 1), nr = (size_t)(nres > 0 ? nres : 1);
     s.t = calloc(n, sizeof(double));
     s.pc_ = malloc(n * sizeof(int64_t));
     s.fin = calloc(n, 1);
@@ -695,29 +958,87 @@ int rm_inturn_replay(int64_t P, const int64_t *roff, const int8_t *op, const int
     s.ncoll = calloc(n, sizeof(int64_t));
     s.wreqs = calloc(n, sizeof(vec));
     s.pending = calloc(n, sizeof(vec));
+    s.wid = calloc(n, sizeof(int64_t));
+    s.reg = malloc(n * sizeof(int64_t));
     s.ht = malloc(n * sizeof(double));
     s.hr = malloc(n * sizeof(int64_t));
+    s.hi = malloc(n * sizeof(int64_t));
     s.caph = (int64_t)n;
-    s.busy = calloc((size_t)(nres > 0 ? nres : 1), sizeof(double));
-    s.load = calloc((size_t)(nres > 0 ? nres : 1), sizeof(double));
+    s.busy = calloc(nr, sizeof(double));
+    s.load = calloc(nr, sizeof(double));
     if (!s.t || !s.pc_ || !s.fin || !s.queued || !s.wkind || !s.wcoll || !s.ncoll || !s.wreqs || !s.pending
-        || !s.ht || !s.hr || !s.busy || !s.load)
+        || !s.wid || !s.reg || !s.ht || !s.hr || !s.hi || !s.busy || !s.load)
         goto out;
+    for (int64_t r = 0; r < P; r++)
+        s.reg[r] = -1;
+    if (mode == M_FLUID) {             /* the routes as the sharing reads them (critpath._Flows._prepare) */
+        int64_t ne = pfirst[npairs];
+        s.e_rid64 = malloc(sizeof(int64_t) * (size_t)(ne ? ne : 1));
+        s.e_cip = malloc(sizeof(double) * (size_t)(ne ? ne : 1));
+        s.r_ip = malloc(sizeof(double) * (size_t)(npairs ? npairs : 1));
+        s.res_map = malloc(sizeof(int64_t) * nr);
+        if (!s.e_rid64 || !s.e_cip || !s.r_ip || !s.res_map)
+            goto out;
+        for (size_t x = 0; x < nr; x++)
+            s.res_map[x] = -1;
+        for (int64_t k = 0; k < npairs; k++) {
+            double sum = 0.0;
+            for (int64_t e = pfirst[k]; e < pfirst[k + 1]; e++)
+                sum += pc[e];
+            double ip = 1.0 / (lat[k] + weight_s * sum);   /* a flow's share ~ 1 / its penalty */
+            s.r_ip[k] = ip;
+            for (int64_t e = pfirst[k]; e < pfirst[k + 1]; e++) {
+                s.e_rid64[e] = prid[e];
+                s.e_cip[e] = pc[e] * ip;
+            }
+        }
+    }
     s.left = P;
     for (int64_t r = 0; r < P; r++) {
         s.pc_[r] = roff[r];
         s.queued[r] = 1;
         push(&s, 0.0, r);
     }
-    while (s.hn > 0 && !s.oom) {       /* (a push that ran out of memory stops the loop) */
-        int64_t r = pop(&s);
-        s.queued[r] = 0;
-        if (!s.fin[r])
-            step(&s, r);
+    /* (a push or a sharing that ran out of memory, or a sharing over the budget, stops the loop) */
+    while ((s.hn > 0 || s.nf > 0) && !s.oom && !s.too_costly) {
+        double tm;
+        if (mode == M_FLUID) {
+            double th = s.hn ? s.ht[0] : INFINITY;
+            if (s.nf > 0 && s.nxt <= th) {          /* flows end first */
+                double te = s.nxt;
+                advance(&s, te);
+                end_flows(&s, te, 1e-12 * (te >= 1e-9 ? te : 1e-9));  /* within rounding of their end: together */
+                share(&s);
+                continue;
+            }
+        }
+        int64_t it = pop(&s, &tm);
+        if (it < 0) {                   /* the flows that start at this instant, then one sharing for all */
+            advance(&s, tm);
+            for (;;) {
+                if (add_flow(&s, -1 - it) < 0) {
+                    s.oom = 1;
+                    break;
+                }
+                if (!s.hn || s.hi[0] >= 0 || s.ht[0] > tm)
+                    break;
+                it = pop(&s, &tm);
+            }
+            if (!s.oom)
+                share(&s);
+            continue;
+        }
+        s.queued[it] = 0;
+        if (mode == M_FLUID && s.t[it] < s.now)    /* a rank cannot act before the clock (a collective's exit */
+            s.t[it] = s.now;                       /* computed for it below the time its last rank entered) */
+        if (!s.fin[it])
+            step(&s, it);
     }
     if (s.oom)
         goto out;
-    if (s.left) {
+    if (s.too_costly) {
+        rc = 2;
+    } else if (s.left) {
         rc = 1;
     } else {
         double m = 0.0;
@@ -738,8 +1059,37 @@ out:
         free(s.coll[c].t);
         free(s.coll[c].out);
     }
+    for (int64_t q = 0; q < s.nreq; q++)
+        free(s.req[q].waiters.v);
     free(s.coll); free(s.t); free(s.pc_); free(s.fin); free(s.queued); free(s.wkind); free(s.wcoll);
-    free(s.ncoll); free(s.wreqs); free(s.pending); free(s.ht); free(s.hr); free(s.busy); free(s.load);
-    free(s.req); free(s.ent); free(s.tab); free(s.bsize); free(s.bval);
+    free(s.ncoll); free(s.wreqs); free(s.pending); free(s.wid); free(s.reg); free(s.ht); free(s.hr); free(s.hi);
+    free(s.busy); free(s.load); free(s.req); free(s.ent); free(s.tab); free(s.bsize); free(s.bval); free(s.st);
+    free(s.f_left); free(s.f_rate); free(s.f_out); free(s.f_pair); free(s.f_q0); free(s.f_q1); free(s.f_route);
+    free(s.e_rid64); free(s.e_cip); free(s.r_ip); free(s.res_map);
     return rc;
+}
+
+/* run_time (fifo 0) and critical_latency (fifo 1); arguments as replay's */
+int rm_inturn_replay(int64_t P, const int64_t *roff, const int8_t *op, const int32_t *ia, const int32_t *ib,
+                     const int64_t *v, const int8_t *ckind, const int32_t *croot, const int64_t *csize,
+                     const double *cflops, int64_t U, const int32_t *rank_node, const int32_t *E,
+                     const double *lat, const double *spb,
+                     const int64_t *pfirst, const int32_t *prid, const double *pc, int64_t nres,
+                     double inv, int contention, int fifo, double *end_out)
+{
+    return replay(P, roff, op, ia, ib, v, ckind, croot, csize, cflops, U, rank_node, E, lat, spb, pfirst, prid, pc,
+                  0, nres, inv, contention, fifo ? M_CRIT : M_INTURN, 0.0, INFINITY, end_out);
+}
+
+/* run_time_fluid: the flows share links and limiters max-min (fluid.c), each weighted by 1 /
+ * (latency + weight_s x its route's seconds per byte); `budget` caps the sharing's work */
+int rm_fluid_replay(int64_t P, const int64_t *roff, const int8_t *op, const int32_t *ia, const int32_t *ib,
+                    const int64_t *v, const int8_t *ckind, const int32_t *croot, const int64_t *csize,
+                    const double *cflops, int64_t U, const int32_t *rank_node, const int32_t *E,
+                    const double *lat, const double *spb, const int64_t *pfirst, const int32_t *prid,
+                    const double *pc, int64_t npairs, int64_t nres, double inv, double weight_s, double budget,
+                    double *end_out)
+{
+    return replay(P, roff, op, ia, ib, v, ckind, croot, csize, cflops, U, rank_node, E, lat, spb, pfirst, prid, pc,
+                  npairs, nres, inv, 1, M_FLUID, weight_s, budget, end_out);
 }
