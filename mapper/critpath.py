@@ -93,12 +93,14 @@ def read_schedule(index: str | Path) -> Schedule | None:
                         fl = float(t[2])
                     except (IndexError, ValueError):
                         return None
+                    if not fl < float("inf"):               # inf, nan: no time can follow
+                        return None
                     if fl > 0:
                         acts.append(("compute", fl))
                     continue
                 try:
                     a = [int(float(x)) for x in t[2:7]]
-                except ValueError:
+                except (ValueError, OverflowError):        # (inf: not a count)
                     return None
                 if op in _SENDS or op in _RECVS:
                     if len(a) < 3:

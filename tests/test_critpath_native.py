@@ -118,3 +118,12 @@ def test_stuck_and_empty():
     assert critical_latency(s, lambda i, j: 1.0) is None
     assert run_time_fluid(s, lambda i, j: (1.0, 1e-9, (("l", 1e-9),)), None) is None
     assert run_time(Schedule([]), lambda i, j: (1.0, 0.0, ()), None) == 0.0
+
+
+def test_counts_that_are_not_numbers(tmp_path):
+    """A trace whose counts or flops are not finite numbers is not replayed (None: predict
+    falls back to its bounds), not a traceback or an infinite time."""
+    for bad in ("send 1 0 inf", "compute inf", "compute nan", "send 1 0 1e400"):
+        d = tmp_path / bad.replace(" ", "_")
+        d.mkdir()
+        assert read_schedule(ti_trace(d, [[bad], ["recv 0 0 8"]])) is None, bad
