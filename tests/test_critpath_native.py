@@ -127,3 +127,40 @@ def test_counts_that_are_not_numbers(tmp_path):
         d = tmp_path / bad.replace(" ", "_")
         d.mkdir()
         assert read_schedule(ti_trace(d, [[bad], ["recv 0 0 8"]])) is None, bad
+
+
+def test_the_same_on_odd_schedules():
+    """Sends to oneself, to MPI_PROC_NULL (peers out of range), empty messages, waits for a
+    request never posted, waitall with nothing pending, collectives rooted out of range,
+    ranks with no actions: the C replays as the Python loops, to the bit (or both stuck)."""
+    def pair(i, j):
+        return (1e-6 * (1 + (i * 7 + j) % 4), 1e-9, ((("l", (i + j) % 3), 1e-9),))
+
+    for seed in range(120):
+        rng = random.Random(seed)
+        P = 1 + seed % 6
+        ranks: list = [[] for _ in range(P)]
+        for r in range(P):
+            for _ in range(rng.randrange(0, 6)):
+                k = rng.randrange(7)
+                if k == 0:
+                    ranks[r] += [("irecv", r, 3, 100000), ("send", r, 3, 100000), ("waitall",)]
+                elif k == 1:
+                    ranks[r].append((rng.choice(["send", "isend", "recv", "irecv"]), rng.choice([-1, P, P + 7]), 0, 10))
+                elif k == 2:
+                    ranks[r].append(("wait", (r + 1) % P, r, 99))
+                elif k == 3:
+                    ranks[r].append(("waitall",))
+                elif k == 4:
+                    ranks[r].append(("compute", 1e5))
+                elif k == 5 and P > 1:
+                    ranks[r] += [("isend", (r + 1) % P, 5, 0), ("irecv", (r - 1) % P, 5, 0), ("waitall",)]
+        if seed % 3 == 0:
+            for r in range(P):
+                ranks[r].append(("coll", rng.choice(["bcast", "reduce", "scatter", "alltoall"]), P + 3, 64, 0.0))
+        s = Schedule(ranks)
+        for speed in (None, 1e9):
+            assert run_time(s, pair, speed) == ref_run_time(s, pair, speed), seed
+            assert run_time_fluid(s, pair, speed) == ref_run_time_fluid(s, pair, speed), seed
+        alpha = lambda i, j: 1e-6                        # noqa: E731
+        assert critical_latency(s, alpha) == ref_critical_latency(s, alpha), seed
