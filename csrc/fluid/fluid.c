@@ -1,9 +1,11 @@
-/* Max-min fair sharing of the flow replay's active flows (mapper/critpath.py, _Flows's dict
- * form): the loop that was 60 % of a rankmap-c mapping's time with a network model (LULESH
- * 27 on Angara-K1: 72 of 117 s in Python). Progressive filling, flow by flow, with every sum
- * taken in the order the Python loop took it, so the rates are the same to the last bit
- * (tests/test_critpath_run.py checks them against the loop). Built with -ffp-contract=off:
- * a fused multiply-add would change the last bits. */
+/* Max-min fair sharing of the flow replay's active flows (critpath.run_time_fluid, whose
+ * event loop is replay.c; called by it at every start and end of a flow, and by the Python
+ * reference, tests/replay_reference.py's _Flows): the loop that was 60 % of a rankmap-c
+ * mapping's time with a network model (LULESH 27 on Angara-K1: 72 of 117 s in Python).
+ * Progressive filling, flow by flow, with every sum taken in the order the Python loop took
+ * it, so the rates are the same to the last bit (tests/test_critpath_run.py checks them
+ * against the loop). Built with -ffp-contract=off: a fused multiply-add would change the last
+ * bits. */
 #include <stdint.h>
 #include <stdlib.h>
 

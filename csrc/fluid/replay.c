@@ -2,7 +2,7 @@
  * run_time_fluid): the event loops that were Python, in C. In Python they were the mapping's
  * cost with a trace: NPB CG B 128's 18.9 million actions took 30-40 s an estimate, and a
  * rankmap-c mapping asks for dozens. Every step is the Python one's, in the same order
- * (the Python loops are kept in tests/test_critpath_native.py as the reference): ranks run
+ * (the Python loops are kept in tests/replay_reference.py as the reference): ranks run
  * from a first-in first-out queue (critical_latency), a heap of (clock, rank) (run_time) or a
  * heap of (time, sequence) events that also starts flows (run_time_fluid); messages are
  * matched first-in first-out per (source, destination, tag); every sum and maximum is taken in
@@ -59,7 +59,8 @@ typedef struct {
     const int64_t *roff; const int8_t *op; const int32_t *ia, *ib; const int64_t *v;
     const int8_t *ckind; const int32_t *croot; const int64_t *csize; const double *cflops;
     /* the pairs */
-    int64_t U; const int32_t *rank_node, *E; const double *lat, *spb; const int64_t *pfirst; const int32_t *prid; const double *pc;
+    int64_t U; const int32_t *rank_node, *E;
+    const double *lat, *spb; const int64_t *pfirst; const int32_t *prid; const double *pc;
     int64_t nres; double inv; int contention, fifo, mode;
     /* the ranks */
     double *t; int64_t *pc_; int8_t *fin, *queued, *wkind; int64_t *wcoll, *ncoll; vec *wreqs, *pending;
