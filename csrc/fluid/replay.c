@@ -50,7 +50,7 @@ typedef struct { int64_t size, pair, q0, q1, next_free; } start_t;
 /* a half posted before its other half: (post time, size, request), in a key's queue */
 typedef struct { double post; int64_t size, req, next; } ent_t;
 /* a (src, dst, tag) key's two queues: halves posted by senders and by receivers */
-typedef struct { uint64_t key; int64_t head[2], tail[2]; int8_t used; } slot_t;
+typedef struct { int32_t src, dst, tag; int64_t head[2], tail[2]; int8_t used; } slot_t;
 typedef struct { double *t, *out; int64_t count, left; int8_t kind; int32_t root; int64_t size; double flops; } coll_t;
 
 typedef struct {
@@ -301,15 +301,17 @@ static void complete(S *s, int64_t q, double end)
     matched(s, q);
 }
 
-static uint64_t mix(uint64_t k)
+static uint64_t hash3(int32_t src, int32_t dst, int32_t tag)
 {
+    uint64_t k = ((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) ^ ((uint64_t)(uint32_t)tag * 0x9e3779b97f4a7c15ULL);
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdULL;
     k ^= k >> 33;
     return k;
 }
 
-static slot_t *slot(S *s, uint64_t key)
+/* the queues of (src, dst, tag): an open-addressing table, grown at half full */
+static slot_t *slot(S *s, int32_t src, int32_t dst, int32_t tag)
 {
     if (2 * (s->ntab + 1) > s->captab) {
         int64_t cap = s->captab ? 2 * s->captab : 1024;
@@ -320,22 +322,25 @@ static slot_t *slot(S *s, uint64_t key)
         }
         for (int64_t i = 0; i < s->captab; i++)
             if (s->tab[i].used) {
-                uint64_t h = mix(s->tab[i].key) & (uint64_t)(cap - 1);
+                slot_t *o = &s->tab[i];
+                uint64_t h = hash3(o->src, o->dst, o->tag) & (uint64_t)(cap - 1);
                 while (t[h].used)
                     h = (h + 1) & (uint64_t)(cap - 1);
-                t[h] = s->tab[i];
+                t[h] = *o;
             }
         free(s->tab);
         s->tab = t;
         s->captab = cap;
     }
-    uint64_t h = mix(key) & (uint64_t)(s->captab - 1);
-    while (s->tab[h].used && s->tab[h].key != key)
+    uint64_t h = hash3(src, dst, tag) & (uint64_t)(s->captab - 1);
+    while (s->tab[h].used && (s->tab[h].src != src || s->tab[h].dst != dst || s->tab[h].tag != tag))
         h = (h + 1) & (uint64_t)(s->captab - 1);
     slot_t *x = &s->tab[h];
     if (!x->used) {
         x->used = 1;
-        x->key = key;
+        x->src = src;
+        x->dst = dst;
+        x->tag = tag;
         x->head[0] = x->head[1] = x->tail[0] = x->tail[1] = -1;
         s->ntab++;
     }
@@ -515,8 +520,7 @@ static int64_t post(S *s, int64_t r, int sending, int64_t src, int64_t dst, int3
     int64_t q = new_req(s, (int32_t)src, (int32_t)dst, tag);
     if (q < 0)
         return -1;
-    uint64_t key = ((uint64_t)(src * s->P + dst) << 32) | (uint32_t)tag;
-    slot_t *k = slot(s, key);
+    slot_t *k = slot(s, (int32_t)src, (int32_t)dst, tag);
     if (!k)
         return -1;
     int mine = sending ? 0 : 1, theirs = 1 - mine;
