@@ -164,3 +164,23 @@ def test_the_same_on_odd_schedules():
             assert run_time_fluid(s, pair, speed) == ref_run_time_fluid(s, pair, speed), seed
         alpha = lambda i, j: 1e-6                        # noqa: E731
         assert critical_latency(s, alpha) == ref_critical_latency(s, alpha), seed
+
+
+def test_replay_speed_bench_runs(tmp_path):
+    """bench/replay_speed.py on a small trace in a WORK layout: every replay the same as the
+    reference, exit 0."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    d = tmp_path / "traces" / "tiny" / "trace"
+    d.mkdir(parents=True)
+    P = 4
+    idx = ti_trace(d, [[f"compute {1e6 * (r + 1)}", f"Isend {(r + 1) % P} 0 200000", f"Irecv {(r - 1) % P} 0 200000",
+                        "waitall", "allreduce 8 8"] for r in range(P)])
+    idx.rename(d / "replay.ti")                      # (the index names its rank files by absolute path)
+    out = subprocess.run([sys.executable, str(root / "bench" / "replay_speed.py"), "--work", str(tmp_path), "--cases",
+                          "tiny", "--machines", "desmos", "--scales", "1"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("tiny ")]
+    assert len(rows) == 10 and all(ln.endswith("same") for ln in rows)
