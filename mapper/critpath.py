@@ -250,7 +250,8 @@ def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float) -> Pai
     x = a != b
     a, b = a[x], b[x]
     hops = machine.node_hops(a, b) if len(a) else np.zeros(0)
-    by_nodes = {(int(p), int(q)): (float(h) * link_lat, 0.0, ()) for p, q, h in zip(a.tolist(), b.tolist(), hops.tolist())}
+    by_nodes = {(int(p), int(q)): (float(h) * link_lat, 0.0, ())
+                for p, q, h in zip(a.tolist(), b.tolist(), hops.tolist())}
     return PairTable(node, by_nodes, (float(loop_lat), 0.0, ()))
 
 
@@ -296,10 +297,11 @@ _KINDS = {"bcast": 0, "reduce": 1, "gather": 1, "gatherv": 1, "allreduce": 2, "s
 
 
 def _encoded(sched: Schedule) -> dict:
-    """The schedule as the C replay reads it (csrc/fluid/inturn.c): per action an op code and
+    """The schedule as the C replays read it (csrc/fluid/replay.c): per action an op code and
     (ia, ib, v) — peer, tag, bytes; a wait's source, tag, destination; waitlast's count in
     ib; a compute's flops as a double's bits in v; a collective's index into its table in v —
-    each tag numbered in order met. Built once per actions (Schedule.shared): the trace's Python loop, ~1 s a million."""
+    each tag numbered in order met. Built once per actions (Schedule.shared): a Python loop,
+    about 0.4 s a million actions."""
     got = sched.shared.get("encoded")
     if got is not None:
         return got
