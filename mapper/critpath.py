@@ -240,16 +240,22 @@ class PairTable:
         return self.by_nodes[(a, b)] if a != b else self.loop
 
 
-def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float) -> PairTable:
-    """alpha(i, j) for ranks i, j under a mapping, as a PairTable of latencies: hops x link
-    latency between their nodes, the loopback's latency on one node."""
+def node_pairs(machine, slot: np.ndarray) -> tuple:
+    """The nodes of a mapping's ranks, and every ordered pair (a, b) of distinct nodes among
+    them with its hops: (node per rank, a, b, hops), what a PairTable is built over."""
     node = machine.slot_node[np.asarray(slot)]
     used = np.unique(node)
     a, b = np.meshgrid(used, used, indexing="ij")
     a, b = a.ravel(), b.ravel()
     x = a != b
     a, b = a[x], b[x]
-    hops = machine.node_hops(a, b) if len(a) else np.zeros(0)
+    return node, a, b, (machine.node_hops(a, b) if len(a) else np.zeros(0))
+
+
+def alpha_of(machine, slot: np.ndarray, link_lat: float, loop_lat: float) -> PairTable:
+    """alpha(i, j) for ranks i, j under a mapping, as a PairTable of latencies: hops x link
+    latency between their nodes, the loopback's latency on one node."""
+    node, a, b, hops = node_pairs(machine, slot)
     by_nodes = {(int(p), int(q)): (float(h) * link_lat, 0.0, ())
                 for p, q, h in zip(a.tolist(), b.tolist(), hops.tolist())}
     return PairTable(node, by_nodes, (float(loop_lat), 0.0, ()))

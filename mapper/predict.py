@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from rankmap.mapper.critpath import PairTable
+from rankmap.mapper.critpath import PairTable, node_pairs
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.metrics import link_loads
 from rankmap.mapper.network import FatTreeRoutes, SwitchTree, Torus
@@ -170,13 +170,7 @@ def pair_model(machine: Machine, slot: np.ndarray, net: Network):
     spreads it) and, with a NIC cap, the limiter of every node (and fat-tree switch) it
     visits. Two ranks of one node: the loopback's latency and bandwidth, shared with nothing
     (SimGrid does not share a node's loopback)."""
-    node = machine.slot_node[np.asarray(slot)]
-    used = np.unique(node)
-    a, b = np.meshgrid(used, used, indexing="ij")
-    a, b = a.ravel(), b.ravel()
-    x = a != b
-    a, b = a[x], b[x]
-    hops = machine.node_hops(a, b) if len(a) else np.zeros(0)
+    node, a, b, hops = node_pairs(machine, slot)
     inter_spb = 1.0 / (net.link_bw if net.nic_bw is None else min(net.link_bw, net.nic_bw))
     res: list = [[] for _ in range(len(a))]
     lim = 1.0 / net.nic_bw if net.nic_bw is not None else None
