@@ -218,17 +218,20 @@ def _predictor(traffic: Traffic, machine, network):
     if network is None:
         return None
     from rankmap.mapper.critpath import schedule_of
-    from rankmap.mapper.predict import predict
+    from rankmap.mapper.predict import FLUID_BUDGET, predict
     sched = schedule_of(traffic)          # an SMPI trace: the latency on its critical path
+    # tens of candidates: the flow replay's cap for a choice, not for an estimate (predict.FLUID_BUDGET)
     if sched is None or sched.size != traffic.size or not network.core_speed:
-        return lambda slot: predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
+        return lambda slot: predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched,
+                                    budget=FLUID_BUDGET)["seconds"]
 
     from rankmap.mapper.predict import replay_epoch, run_estimate
 
     def run(slot):                        # and its compute: the run's time and its communication part
-        r = run_estimate(sched, machine, slot, network)
+        r = run_estimate(sched, machine, slot, network, FLUID_BUDGET)
         if r is None:
-            return predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched)["seconds"]
+            return predict(traffic.bytes, traffic.msgs, machine, slot, network, schedule=sched,
+                           budget=FLUID_BUDGET)["seconds"]
         return r["run_seconds"], r["run_comm_seconds"]
     run.estimates = "run"
     run.epoch = lambda: replay_epoch(sched)     # changes when the replay changes (predict.run_estimate)

@@ -217,9 +217,10 @@ def pair_model(machine: Machine, slot: np.ndarray, net: Network):
 
 
 def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.ndarray, net: Network,
-            schedule=None) -> dict:
+            schedule=None, budget: float | None = None) -> dict:
     """schedule: the traffic's actions in program order (rankmap.mapper.critpath, from an SMPI
-    trace): the latency term is then the latency on the trace's critical path."""
+    trace): the latency term is then the latency on the trace's critical path. budget: the
+    flow replay's work cap (_replayed; default ESTIMATE_BUDGET, an estimate of given mappings)."""
     M = sp.coo_matrix(M, dtype=np.float64)
     keep = M.row != M.col
     rows, cols, byts = M.row[keep], M.col[keep], M.data[keep]
@@ -277,18 +278,24 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
     if schedule is not None and schedule.size == n and latency_from == "critical path":
         # a trace that replays: its replay with compute free is the estimate (the bound and
         # the latency stay reported: what limits)
-        alone = alone_estimate(schedule, machine, slot, net)
+        alone = alone_estimate(schedule, machine, slot, net, budget)
         if alone is not None:
             out["seconds"], out["seconds_from"] = alone["seconds"], f"replay ({alone['sharing']})"
     if schedule is not None and schedule.size == n and net.core_speed:
-        out.update(run_estimate(schedule, machine, slot, net) or {})
+        out.update(run_estimate(schedule, machine, slot, net, budget) or {})
     return out
 
 
-# critpath.run_time_fluid's work cap, in its units (NPB FT B 32's replay: 2.3 million, 1.46 s of CPU with the
-# flow-by-flow sharing this cap was set with, 0.33 s with numpy's, ~0.02 s in C; unchanged, so the same replays
-# are chosen)
+# critpath.run_time_fluid's work cap when a mapping chooses among its candidates (mapping._predictor: tens of
+# estimates), in its units (NPB FT B 32's replay: 2.3 million, 1.46 s of CPU with the flow-by-flow sharing this
+# cap was set with, 0.33 s with numpy's, ~0.02 s in C; unchanged, so the mappings chosen stay the same)
 FLUID_BUDGET = 3e7
+# the cap when given mappings are estimated (`rankmap predict`, the replays' reports): about 10 s of CPU here
+# for the first mapping, in C. At 125-216 ranks the flows cost 1e8-3e9 (NPB FT B 128 on Desmos at /16: its
+# run 3e9, 9.7 s; its communication alone 3e8-1e9, 2-2.5 s) and the in-turn replay they fell back to under
+# FLUID_BUDGET was 1.4-10.5 % off SimGrid's communication alone per row (MAE), the flows 0.1-8.4 %
+# (docs/real-apps.md, "predict's flow replay at 125-216 ranks")
+ESTIMATE_BUDGET = 3e9
 
 
 def replay_epoch(schedule) -> int:
@@ -297,21 +304,23 @@ def replay_epoch(schedule) -> int:
     return 0 if schedule is None else schedule.__dict__.get("_epoch", 0)
 
 
-def _replayed(schedule, pair, speed: float | None, key: str) -> tuple:
+def _replayed(schedule, pair, speed: float | None, key: str, budget: float | None = None) -> tuple:
     """(seconds, how) of the trace replayed under `pair` with compute at `speed` (None: free):
     the flow replay (critpath.run_time_fluid), or, when that would cost more than
-    FLUID_BUDGET on the first mapping estimated, the replay that serves each link's and
+    `budget` (default ESTIMATE_BUDGET) on the first mapping estimated, the replay that serves each link's and
     limiter's messages in turn (critpath.run_time: a few times faster, and blind to how
     messages that overlap slow each other down). The choice is made once per schedule and
-    `key` (one for the run, one for communication alone), so every mapping of it is
+    `key` (one for the run, one for communication alone) and budget, so every mapping of it is
     estimated the same way; a later mapping over 4x the budget switches it, and bumps the
     schedule's epoch (solve.choose_predicted then estimates its candidates again)."""
     from rankmap.mapper.critpath import TooCostly, run_time, run_time_fluid
+    budget = ESTIMATE_BUDGET if budget is None else budget
+    key = f"{key}@{budget:g}"            # a choice among candidates and an estimate decide apart
     how = schedule.__dict__.get(key)
     run = None
     if how in (None, "fluid"):
         try:   # the first mapping decides; a later one may cost more (more flows at once), up to 4 times
-            run = run_time_fluid(schedule, pair, speed, budget=FLUID_BUDGET * (1 if how is None else 4))
+            run = run_time_fluid(schedule, pair, speed, budget=budget * (1 if how is None else 4))
             how = "fluid"
         except TooCostly:
             if how == "fluid":             # the mappings estimated before must be estimated again (epoch)
@@ -323,23 +332,25 @@ def _replayed(schedule, pair, speed: float | None, key: str) -> tuple:
     return run, how
 
 
-def alone_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network) -> dict | None:
+def alone_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network,
+                   budget: float | None = None) -> dict | None:
     """The communication alone (the trace on cores that cost nothing) by the replay of
     run_estimate with compute free: the order of the trace and the sharing of links decide,
     not a bound (on the 16-27-rank real traces: MAE 0.9 %, against 7.5 % for the bound plus
     the critical path's latency; docs/real-apps.md). None when the replay gets stuck."""
-    run, how = _replayed(schedule, pair_model(machine, slot, net), None, "_sharing_alone")
+    run, how = _replayed(schedule, pair_model(machine, slot, net), None, "_sharing_alone", budget)
     return None if run is None else {"seconds": run, "sharing": how}
 
 
-def run_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network) -> dict | None:
+def run_estimate(schedule, machine: Machine, slot: np.ndarray, net: Network,
+                 budget: float | None = None) -> dict | None:
     """The run's time under this mapping, compute included: the trace replayed with each
     compute action at net.core_speed and each message at its route's latency and bandwidth,
     sharing links and limiters with the messages beside it as SimGrid shares them
     (_replayed). And its communication part: that time minus the same replay's on a network
     that costs nothing (compute alone, the same for every mapping)."""
     from rankmap.mapper.critpath import run_time
-    run, how = _replayed(schedule, pair_model(machine, slot, net), net.core_speed, "_sharing")
+    run, how = _replayed(schedule, pair_model(machine, slot, net), net.core_speed, "_sharing", budget)
     if run is None:
         return None
     cache = schedule.__dict__.setdefault("_compute_only", {})

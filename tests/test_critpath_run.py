@@ -541,3 +541,28 @@ def test_schedule_read_once_per_traffic(tmp_path, monkeypatch):
     fresh = real(t.source)
     got = run_estimate(b, m, np.array([0, 2]), net)
     assert got is not None and got == run_estimate(fresh, m, np.array([0, 2]), net)
+
+
+def test_a_choice_and_an_estimate_have_their_own_flow_budget(tmp_path, monkeypatch):
+    """A mapping's choice among its candidates (mapping._predictor: tens of estimates) keeps
+    the flow replay under predict.FLUID_BUDGET; an estimate of a given mapping (predict:
+    `rankmap predict`, the replays' reports) under ESTIMATE_BUDGET. A trace over the first and
+    under the second: the choice replays it in turn, the estimate by its flows, each deciding
+    for itself even on one schedule."""
+    from rankmap.mapper import predict as pr
+    from rankmap.mapper.critpath import schedule_of
+    ring = [[f"irecv {(r - 1) % 4} 0 100000 0", f"isend {(r + 1) % 4} 0 100000 0", "waitall 2", "compute 1e6"]
+            for r in range(4)]
+    t = read_traffic(ti_trace(tmp_path, ring), "smpi", "auto")
+    m = mspec.build({"hosts": ["a", "b"], "node_topology": ["core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}})
+    net = Network(link_lat=1e-6, link_bw=1e9, loop_lat=1e-7, loop_bw=1e10, nic_bw=None, core_speed=1e9)
+    slot = np.array([0, 2, 1, 3])
+    monkeypatch.setattr(pr, "FLUID_BUDGET", 1.0)                  # any flow replay is too costly for a choice
+    chosen = _predictor(t, m, net)(slot)
+    sched = schedule_of(t)
+    first = run_estimate(sched, m, slot, net, pr.FLUID_BUDGET)    # the choice's decision, on this schedule
+    est = predict(t.bytes, t.msgs, m, slot, net, schedule=sched)  # then an estimate on the same one
+    assert first["run_sharing"] == "in turn"
+    assert est["seconds_from"] == "replay (fluid)" and est["run_sharing"] == "fluid"
+    assert chosen == (first["run_seconds"], first["run_comm_seconds"])
+    assert run_estimate(sched, m, slot, net, pr.FLUID_BUDGET)["run_sharing"] == "in turn"   # each kept its own

@@ -260,12 +260,14 @@ def test_predict_refresh_estimates_each_row_afresh(tmp_path, monkeypatch):
 
     from real_apps import predicted
     from rankmap.mapper.critpath import read_schedule
+    from rankmap.mapper.predict import ESTIMATE_BUDGET
 
     work = _predict_work(tmp_path)
 
     def read_as_left(trace):                           # the schedule as an earlier row left it
         sched = read_schedule(trace)
-        sched.__dict__.update({"_sharing_alone": "in turn", "_sharing": "in turn", "_epoch": 1})
+        b = f"@{ESTIMATE_BUDGET:g}"                       # predict._replayed's keys
+        sched.__dict__.update({"_sharing_alone" + b: "in turn", "_sharing" + b: "in turn", "_epoch": 1})
         return sched
     monkeypatch.setattr(predicted, "read_schedule", read_as_left)
     assert predicted.refresh(work, [SimpleNamespace(name="ring-4")], ["desmos"], [1.0, 0.25], say=lambda *a, **k: None,
