@@ -82,10 +82,23 @@ static inline double vcost(const rm_problem *p, const int64_t *slot, int64_t v, 
 double rm_cost(const rm_problem *p, const int64_t *slot)
 {
     double c = 0;
-    for (int64_t v = 0; v < p->n; v++)
+    for (int64_t v = 0; v < p->n; v++) {
+        /* a partner's slot, then that slot's row: two scattered reads each; asked for ahead
+         * so that a rank's partners' misses overlap (PREFETCH; the same sum in the same order).
+         * bench/mapper_scaling.py's random graph, the two costs of a mapping, replayed side by
+         * side: 10^5 ranks 0.19-0.22 -> 0.07 s, 10^6 2.2-3.1 -> 1.33 s */
+        for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
+            __builtin_prefetch(slot + p->adj[e]);
+        for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
+            if (p->adj[e] > v) {
+                __builtin_prefetch(p->lvl + slot[p->adj[e]] * p->nlevels);
+                if (p->ndims)
+                    __builtin_prefetch(p->coords + slot[p->adj[e]] * p->ndims);
+            }
         for (int64_t e = p->xadj[v]; e < p->xadj[v + 1]; e++)
             if (p->adj[e] > v)
                 c += p->w[e] * dist(p, slot[v], slot[p->adj[e]]);
+    }
     return c;
 }
 
