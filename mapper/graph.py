@@ -38,7 +38,9 @@ class Graph:
         """(connected components among communicating ranks, ranks that exchange nothing)"""
         deg = np.diff(self.W.indptr)
         isolated = int((deg == 0).sum())
-        ncomp, _ = connected_components(self.W, directed=False)
+        # W is symmetric: its strong components are its components, found without the
+        # transpose that directed=False builds (0.4-1 s at 10^6 ranks)
+        ncomp, _ = connected_components(self.W, directed=True, connection="strong")
         return ncomp - isolated, isolated
 
     def for_partitioning(self) -> "Graph":

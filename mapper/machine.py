@@ -138,6 +138,16 @@ class Machine:
             self.__dict__["_levels_above"] = above
         return above[first]
 
+    def one_to_one(self, slot: np.ndarray) -> bool:
+        """Whether slot (a slot per rank) puts no two ranks on one slot, every slot one of the
+        machine's (O(slots): a count, not a sort; 1.6 s of np.unique at 10^6 ranks)."""
+        slot = np.asarray(slot)
+        if not len(slot):
+            return True
+        if slot.min() < 0 or slot.max() >= self.nslots:
+            return False
+        return int(np.bincount(slot, minlength=self.nslots).max()) <= 1
+
     def same_cost(self, slots: np.ndarray) -> bool:
         """True when every pair of these slots costs the same (the cores of one socket, one
         slot each; or the slots of one core). Oversubscribed cores are not: two slots of one

@@ -382,5 +382,5 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
 
 
 def _validate(slot: np.ndarray, n: int, machine: Machine) -> None:
-    if len(slot) != n or slot.min() < 0 or slot.max() >= machine.nslots or len(np.unique(slot)) != n:
+    if len(slot) != n or not machine.one_to_one(slot):
         raise AssertionError("internal error: the mapping is not a one-to-one assignment of ranks to slots")

@@ -36,9 +36,9 @@ FILES = ("hostfile", "binding.txt", "rankfile", "machinefile", "collective-order
 def validate(slot: np.ndarray, n: int, machine: Machine) -> None:
     if len(slot) != n:
         raise UserError(f"the mapping places {len(slot)} ranks, the traffic has {n}")
-    if len(slot) and (slot.min() < 0 or slot.max() >= machine.nslots):
-        raise UserError("the mapping uses a slot outside the machine")
-    if len(np.unique(slot)) != len(slot):
+    if not machine.one_to_one(slot):
+        if len(slot) and (slot.min() < 0 or slot.max() >= machine.nslots):
+            raise UserError("the mapping uses a slot outside the machine")
         raise UserError("the mapping puts two ranks on one slot")
 
 
