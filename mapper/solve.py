@@ -44,6 +44,8 @@ MIN_GAIN = 0.01
 # another candidate is predicted faster by more than PREDICT_MARGIN: predict's estimates of
 # placements that cut the same bytes differ by noise, not by what a replay would show.
 PREDICT_MARGIN = 0.01
+# candidates the final estimate sees again (choose_predicted): the screening's best few
+FINAL_TOP = 3
 
 # On big problems a start more than HOPELESS times the best start's cost is not refined:
 # there the descent's few passes gain 1-4 % (random graphs 3.7 %, stencils 0.8 % at 10^5
@@ -361,7 +363,10 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
     included, and the placement is judged by the run's time, the margin still being a share
     of its communication). Mappings that put every rank on the same node are predicted once
     (predict sees nodes, not cores); ties go to the earlier candidate in pool's order
-    (deterministic). Returns the pick and name -> predicted seconds (the run's, with a pair)."""
+    (deterministic). A predictor with a `final` estimate (mapping._predictor: the flow replay
+    where the screening one replays in turn) has its FINAL_TOP best and `chosen` estimated
+    again by it, and the pick is made among those by it. Returns the pick and name ->
+    predicted seconds (the run's, with a pair)."""
     epoch = getattr(predictor, "epoch", lambda: 0)
     for _ in range(2):                 # again if the predictor changed its model midway (epoch)
         e0 = epoch()
@@ -375,7 +380,29 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
             predicted[name], comm[name] = seen[key]
         if epoch() == e0:
             break
-    low = min(predicted, key=predicted.get)            # first of the lowest
+    among = list(predicted)
+    final = getattr(predictor, "final", None)
+    if final is not None:
+        keys = {name: machine.slot_node[np.asarray(pool[name])].tobytes() for name in pool}
+        order = sorted(predicted, key=lambda k: predicted[k])        # stable: ties keep pool's order
+        top = []
+        for name in order:
+            if keys[name] not in (keys[t] for t in top):
+                top.append(name)
+            if len(top) == FINAL_TOP:
+                break
+        again = {keys[k] for k in top} | {keys[chosen]}
+        got = {}
+        for _ in range(2):                                           # its own epoch, as above
+            e0 = epoch()
+            got = {key: final(pool[next(n for n in pool if keys[n] == key)]) for key in sorted(again)}
+            if epoch() == e0:
+                break
+        if all(v is not None for v in got.values()):
+            among = [name for name in pool if keys[name] in again]
+            for name in among:
+                predicted[name], comm[name] = (float(got[keys[name]][0]), float(got[keys[name]][1]))
+    low = min(among, key=predicted.get)            # first of the lowest
     if predicted[low] < predicted[chosen] - PREDICT_MARGIN * comm[chosen]:
         return low, predicted
     return chosen, predicted

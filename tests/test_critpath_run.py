@@ -557,8 +557,13 @@ def test_a_choice_and_an_estimate_have_their_own_flow_budget(tmp_path, monkeypat
     m = mspec.build({"hosts": ["a", "b"], "node_topology": ["core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}})
     net = Network(link_lat=1e-6, link_bw=1e9, loop_lat=1e-7, loop_bw=1e10, nic_bw=None, core_speed=1e9)
     slot = np.array([0, 2, 1, 3])
+    assert _predictor(t, m, net).final(slot) is None                # not screened in turn: nothing to add
+    calm = _predictor(t, m, net)
+    calm(slot)
+    assert calm.final(slot) is None                                 # screened by the flows already
     monkeypatch.setattr(pr, "FLUID_BUDGET", 1.0)                  # any flow replay is too costly for a choice
-    chosen = _predictor(t, m, net)(slot)
+    choose = _predictor(t, m, net)
+    chosen = choose(slot)
     sched = schedule_of(t)
     first = run_estimate(sched, m, slot, net, pr.FLUID_BUDGET)    # the choice's decision, on this schedule
     est = predict(t.bytes, t.msgs, m, slot, net, schedule=sched)  # then an estimate on the same one
@@ -566,3 +571,4 @@ def test_a_choice_and_an_estimate_have_their_own_flow_budget(tmp_path, monkeypat
     assert est["seconds_from"] == "replay (fluid)" and est["run_sharing"] == "fluid"
     assert chosen == (first["run_seconds"], first["run_comm_seconds"])
     assert run_estimate(sched, m, slot, net, pr.FLUID_BUDGET)["run_sharing"] == "in turn"   # each kept its own
+    assert choose.final(slot) == (est["run_seconds"], est["run_comm_seconds"])   # the choice's final estimate: flows

@@ -177,6 +177,31 @@ def test_choose_predicted_again_when_the_model_changes():
     assert state["calls"] == 4 and pick == "block" and p == {"mine": 1.0, "block": 0.9}
 
 
+def test_choose_predicted_final_estimate_of_the_best_few(monkeypatch):
+    """A predictor with a final estimate (the flow replay, where the screening replays in
+    turn): the screening's FINAL_TOP best node sets and the cost's choice are estimated again
+    by it, and the pick is made among those by it; a final estimate that has nothing to add
+    (None) leaves the screening's choice."""
+    monkeypatch.setattr(solve, "FINAL_TOP", 2)
+    m = machine.build(["a", "b", "c"], ["core:2"])
+    pool = {"mine": np.array([0, 2, 1, 3]), "x": np.array([0, 1, 2, 3]), "y": np.array([4, 5, 0, 1]),
+            "z": np.array([2, 3, 4, 5])}
+    nodes = lambda slot: tuple(m.slot_node[slot])                        # noqa: E731
+    screen = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.8, nodes(pool["y"]): 0.7, nodes(pool["z"]): 0.9}
+    flows = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.75, nodes(pool["y"]): 0.95, nodes(pool["z"]): 0.1}
+    seen = []
+
+    def pred(slot):
+        return screen[nodes(slot)], 0.5
+    pred.final = lambda slot: seen.append(nodes(slot)) or (flows[nodes(slot)], 0.5)
+    pick, p = solve.choose_predicted(pool, "mine", m, pred)
+    # y and x screened best: y's flows show it slower than x; z (0.1 by flows) was not among them
+    assert pick == "x" and p["x"] == 0.75 and p["y"] == 0.95 and p["z"] == 0.9
+    assert sorted(seen) == sorted([nodes(pool[k]) for k in ("mine", "x", "y")])
+    pred.final = lambda slot: None
+    assert solve.choose_predicted(pool, "mine", m, pred)[0] == "y"
+
+
 def test_balanced_and_spread_candidates():
     """32 ranks on 6 nodes of 6 cores: balanced gives 6, 6, 5, 5, 5, 5 consecutive ranks (Slurm's
     block with -N), or the extra ranks on the nodes named; spread_candidates offers each of the
