@@ -290,12 +290,14 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
 # estimates), in its units (NPB FT B 32's replay: 2.3 million, 1.46 s of CPU with the flow-by-flow sharing this
 # cap was set with, 0.33 s with numpy's, ~0.02 s in C; unchanged, so the mappings chosen stay the same)
 FLUID_BUDGET = 3e7
-# the cap when given mappings are estimated (`rankmap predict`, the replays' reports): about 10 s of CPU here
-# for the first mapping, in C. At 125-216 ranks the flows cost 1e8-3e9 (NPB FT B 128 on Desmos at /16: its
-# run 3e9, 9.7 s; its communication alone 3e8-1e9, 2-2.5 s) and the in-turn replay they fell back to under
-# FLUID_BUDGET was 1.4-10.5 % off SimGrid's communication alone per row (MAE), the flows 0.1-8.4 %
-# (docs/real-apps.md, "predict's flow replay at 125-216 ranks")
-ESTIMATE_BUDGET = 3e9
+# the cap when given mappings are estimated (`rankmap predict`, the replays' reports, and the final estimates of
+# a choice's few best candidates, solve.choose_predicted): in C, 6-12 s of CPU here for the costliest first
+# mappings measured. At 125-216 ranks the flows cost 1e8-1e10 (NPB FT B 128 on Desmos at /16: its run 3e9,
+# 9.7 s; NPB CG B 128 on Angara-K1 at /16, rankmap-c's run 1e10, 6.2 s; LULESH 216's random placement's run
+# 1e10, 11.5 s) and the in-turn replay they fell back to under FLUID_BUDGET was 1.4-10.5 % off SimGrid's
+# communication alone per row (MAE), the flows 0.1-8.4 % (docs/real-apps.md, "predict's flow replay at
+# 125-216 ranks")
+ESTIMATE_BUDGET = 1e10
 
 
 def replay_epoch(schedule) -> int:
