@@ -279,7 +279,8 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         if pick != chosen:
             what = "run time" if getattr(predictor, "estimates", "") == "run" else "communication"
             notes.append(f"network model: {pick} is predicted {predicted[pick]:.4g} s of {what} against "
-                         f"{predicted[chosen]:.4g} s for {chosen} (more than {PREDICT_MARGIN:.0%} less); "
+                         f"{predicted[chosen]:.4g} s for {chosen} (less by more than {PREDICT_MARGIN:.0%} of its "
+                         f"predicted communication); "
                          f"{pick} is returned (its cost {costs[pick] / cost:.4f}x)")
             chosen, cost, slot = pick, costs[pick], pool[pick].copy()
             fell_back = pick in defaults
