@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import importlib.util
 import math
 
 import numpy as np
 import pymetis
 
 from rankmap.mapper import libmetis, mtkahypar_context
+from rankmap.profiler.errors import UserError
 
 # What a split affords is decided from its size alone (never from measured time, so that a
 # seed gives the same mapping on any machine). Below MIN_VERTICES METIS's split is as good
@@ -243,13 +245,17 @@ def metis(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
 def _mtkahypar():
     try:
         import mtkahypar
-    except ImportError:
-        return None
+    except ImportError as e:     # found by mtkahypar_available, and broken (a missing shared library)
+        raise UserError(f"Mt-KaHyPar is installed but does not load ({e}); reinstall it "
+                           "(pip install --force-reinstall mtkahypar) or uninstall it") from e
     return mtkahypar, mtkahypar.initialize(1, False)
 
 
+@lru_cache(maxsize=None)
 def mtkahypar_available() -> bool:
-    return _mtkahypar() is not None
+    # found, not loaded: loading and initializing it costs 0.2 s, for nothing where the
+    # split then turns out unstructured and METIS alone runs (random traffic of 10^5 ranks)
+    return importlib.util.find_spec("mtkahypar") is not None
 
 
 class MtKaHyPar:
