@@ -40,6 +40,9 @@ QAP_MAX_NODES = 256     # the tabu search keeps a nodes x nodes table
 # around each call (subgraph arrays, capacity repair, orientation) cost twice METIS's time.
 BATCHED_SPLITS_ABOVE = 20_000
 SMALL_SPLIT = 64
+# Greedy starts per small split where the top splits found no structure (split_candidates'
+# verdict: random-like traffic), 0 = smallsplit.c's rule (8 starts, 1 in huge batches)
+UNSTRUCTURED_STARTS = 1
 
 # A subtree whose ranks fill at least this share of its slots uses all its children: the
 # slack then lets the partitioner cut less, and an idle child gains nothing
@@ -135,16 +138,24 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units, skewed) if keep is None or h in keep + ("metis",)]
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
-    if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
-        part = repair(sub, cands[0], caps)
-        return [(math.nan if only_part else sub.cut(part), part)]
-    mt = None
     # KaHIP's and Mt-KaHyPar's times grow fast on expander-like graphs (random partners:
     # KaHIP 16 s where a mesh of the same size takes 0.1 s), where a better cut gains
     # little: they are used only where METIS cut clearly less than a random split would
     # (measured: real codes' graphs 0.03-0.45 of a random split's cut, random graphs 0.6-0.75)
     k = len(caps)
     structured = STRUCTURED if graph_work <= backends.PORTFOLIO_MAX_WORK else STRUCTURED_BIG
+    if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
+        part = repair(sub, cands[0], caps)
+        cut = math.nan if only_part else sub.cut(part)
+        if verdict is not None and not verdict and tree_split and k == 2:
+            # the first split of the tree, a bisection (a big graph's root gets METIS alone),
+            # records the verdict too: the batched small splits below take one start on
+            # unstructured traffic. (Into more parts a mesh's cut share grows past the
+            # thresholds: stencils on trees of 4+ children read as unstructured.)
+            cut = sub.cut(part) if math.isnan(cut) else cut
+            verdict["structured"] = bool(cut <= structured * (1 - 1 / k) * sub.w.sum())
+        return [(cut if not only_part else math.nan, part)]
+    mt = None
     verdict = {} if verdict is None else verdict
     if how != ["metis"] and verdict.get("structured") is False:
         how = ["metis"]
@@ -352,7 +363,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
             heads = np.array([[node.children[i].slots[0] for i in live] for _, node, live, _, _ in items])
             part = split_groups(*csr, np.concatenate([it[0] for it in items]), gptr, np.array([it[3] for it in items]),
                                 seed + 7919 * depth, pos, heads, where, oriented if across else None,
-                                None if small else metis_entry)
+                                None if small else metis_entry, UNSTRUCTURED_STARTS if verdict.get("structured") is False else 0)
             for (rk, node, live, _, at), lo, hi in zip(items, gptr[:-1], gptr[1:]):
                 p = part[lo:hi]
                 for j, i in enumerate(live):

@@ -14,7 +14,7 @@ from rankmap.profiler import native
 from rankmap.profiler.errors import UserError
 
 P64 = C.POINTER(C.c_int64)
-RM_API = 2           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
+RM_API = 3           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
 PD = C.POINTER(C.c_double)
 
 
@@ -66,7 +66,7 @@ def _lib():
     V = C.c_void_p
     lib.rm_subgraph.argtypes = [V, V, V, V, C.c_int64, V, V, V, V, V]
     lib.rm_split_groups.restype = C.c_int64
-    lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V, V]
+    lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V, V, C.c_int32]
     return lib
 
 
@@ -88,14 +88,15 @@ def subgraph(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rk: np.n
 
 def split_groups(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, ranks: np.ndarray, gptr: np.ndarray,
                  caps: np.ndarray, seed: int, pos: np.ndarray, heads: np.ndarray, where: np.ndarray,
-                 orient: "Problem | None" = None, metis: int | None = None) -> np.ndarray:
+                 orient: "Problem | None" = None, metis: int | None = None, starts: int = 0) -> np.ndarray:
     """Many splits in one C call (smallsplit.c): group g, ranks[gptr[g]:gptr[g+1]], into
     caps.shape[1] parts of at most caps[g, j] ranks, the lowest cut found; part j goes to the
     child whose first slot is heads[g, j], and where (a slot of each rank's subtree) becomes
     it. orient (the machine's Problem): two parts of one size are given to the children the
     way round that puts them nearer their partners outside (partition._orient). metis
     (libmetis.recursive_entry(), two parts): each group is METIS's bisection instead, repaired
-    to the capacities as partition.repair does. Arrays as subgraph's. Returns each rank's part."""
+    to the capacities as partition.repair does. starts: greedy starts per group (0: smallsplit.c's
+    rule by the batch's size). Arrays as subgraph's. Returns each rank's part."""
     ranks, gptr = np.ascontiguousarray(ranks, dtype=np.int64), np.ascontiguousarray(gptr, dtype=np.int64)
     caps, heads = np.ascontiguousarray(caps, dtype=np.int64), np.ascontiguousarray(heads, dtype=np.int64)
     if where.dtype != np.int64 or not where.flags.c_contiguous:
@@ -105,7 +106,7 @@ def split_groups(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rank
                                 gptr.ctypes.data, len(gptr) - 1, caps.shape[1], caps.ctypes.data,
                                 int(seed) % 2 ** 64, pos.ctypes.data, part.ctypes.data,
                                 None if orient is None else C.addressof(orient.s), heads.ctypes.data,
-                                where.ctypes.data, metis)
+                                where.ctypes.data, metis, int(starts))
     if rc == -2:
         raise RuntimeError("internal error: METIS failed on a split (smallsplit.c)")
     if rc != 0:

@@ -685,6 +685,62 @@ def test_split_groups_big_batch_still_finds_each_cut():
     assert W.data[part[coo.row] != part[coo.col]].sum() == 2.0 * G        # only the light edges
 
 
+def test_split_groups_more_starts_never_cut_more():
+    """starts: the greedy starts per group (partition.UNSTRUCTURED_STARTS passes 1 where the
+    traffic has no structure). The first start is the same either way, so the default's
+    eight cut no more than one, group by group, and every split keeps its capacities."""
+    import scipy.sparse as sp
+    from rankmap.mapper.partition import _int64_csr
+    from rankmap.mapper.refine import split_groups
+    G, m, n = 64, 32, 64 * 32
+    rng = np.random.default_rng(11)
+    r = np.repeat(np.arange(n), 4)
+    c = (r // m) * m + rng.integers(0, m, size=len(r))          # random partners inside each group
+    ok = r != c
+    W = sp.csr_matrix((rng.random(ok.sum()) + 0.1, (r[ok], c[ok])), shape=(n, n))
+    W = (W + W.T).tocsr()
+    W.sort_indices()
+    csr = _int64_csr(W)
+    pos = np.full(n, -1, dtype=np.int64)
+    ranks, gptr = np.arange(n), np.arange(0, n + 1, m)
+    heads = np.stack([gptr[:-1], gptr[:-1] + 16], axis=1)
+    caps = np.full((G, 2), 16)
+    cuts = {}
+    for starts in (0, 1):
+        part = split_groups(*csr, ranks, gptr, caps, 3, pos, heads, np.zeros(n, dtype=np.int64), starts=starts)
+        assert (part.reshape(G, m).sum(axis=1) == 16).all()
+        coo = W.tocoo()
+        cross = part[coo.row] != part[coo.col]
+        cuts[starts] = np.bincount(coo.row[cross] // m, weights=coo.data[cross], minlength=G)
+    assert (cuts[0] <= cuts[1] + 1e-9).all()
+    assert cuts[0].sum() < cuts[1].sum()                      # and the extra starts do find better cuts
+
+
+def test_unstructured_traffic_gets_one_start_per_small_split(monkeypatch):
+    """Random traffic (no structure found by the top splits) gives the batched small splits
+    UNSTRUCTURED_STARTS greedy starts; a stencil keeps smallsplit.c's rule (0)."""
+    import scipy.sparse as sp
+    from rankmap.mapper import partition
+    seen = []
+    real = partition.split_groups
+    monkeypatch.setattr(partition, "split_groups",
+                        lambda *a, **k: seen.append(a[-1]) or real(*a, **k))
+    p = 24_000
+    m = machine.build([f"n{i}" for i in range(p // 32)], ["pack:2 core:16"], torus="5x5x30")
+    rng = np.random.default_rng(1)
+    r = np.repeat(np.arange(p), 8)
+    c = rng.integers(0, p, size=len(r))
+    ok = r != c
+    W = sp.csr_matrix((rng.random(ok.sum()) + 1, (r[ok], c[ok])), shape=(p, p))
+    partition.hierarchical(from_traffic(Traffic(bytes=W + W.T, source="random", format="synthetic")), m, m.tree(), 0)
+    assert seen and set(seen) == {partition.UNSTRUCTURED_STARTS}
+    seen.clear()
+    i = np.arange(p - 1)
+    W = sp.csr_matrix((np.ones(p - 1), (i, i + 1)), shape=(p, p))     # a chain: structured
+    partition.hierarchical(from_traffic(Traffic(bytes=W + W.T, source="chain", format="synthetic")), m, m.tree(), 0)
+    assert seen and set(seen) == {0}
+
+
 def test_split_groups_orients_as_the_python_split_does():
     """With the machine (Problem), each group's two halves go to the children the way
     partition._orient sends them: the half that talks to an outsider goes to the child
@@ -881,7 +937,7 @@ def test_refine_refuses_a_library_built_from_other_sources(tmp_path):
     src.write_text("#include <stdint.h>\nint64_t rm_api(void) { return 1; }\n")
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
     from rankmap.profiler.errors import UserError
-    with pytest.raises(UserError, match="built from other sources .interface 1, this rankmap's is 2.: run `bash "
+    with pytest.raises(UserError, match="built from other sources .interface 1, this rankmap's is 3.: run `bash "
                                         "setup.sh` or `pip install .`"):
         refine._check_layout(ctypes.CDLL(str(so)))
     refine._check_layout(refine._lib())              # the installed one passes

@@ -44,7 +44,7 @@ typedef struct {
 const char *rm_layout(void);
 /* the functions' arguments as of this version: mapper/refine.py (RM_API) refuses a library
  * built from other sources (a stale build would read the arguments it does not expect) */
-#define RM_API 2
+#define RM_API 3
 int64_t rm_api(void);
 /* ranks above which rm_refine expects them numbered by slot (its passes visit blocks of
  * consecutive ranks) */
@@ -69,6 +69,6 @@ double rm_dist(const rm_problem *p, int64_t a, int64_t b);
 int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *ranks,
                         const int64_t *gptr, int64_t ngroups, int32_t k, const int64_t *caps, uint64_t seed,
                         int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, int64_t *where,
-                        const void *metis);
+                        const void *metis, int32_t starts);
 
 #endif

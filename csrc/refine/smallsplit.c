@@ -392,12 +392,13 @@ static int bisect_metis(int64_t m, int64_t ne, const int64_t *caps, const scratc
 /* ranks[gptr[g]..gptr[g+1]-1] is group g, split into k parts of at most caps[g*k + j] ranks;
  * part (as long as ranks) gets each rank's part. pos: n entries of -1, left so. With p
  * (and k = 2), orient; with where, each rank's entry becomes its part's head. metis: NULL
- * (greedy starts and Fiduccia-Mattheyses), or METIS_PartGraphRecursive (k = 2). Returns 0,
+ * (greedy starts and Fiduccia-Mattheyses), or METIS_PartGraphRecursive (k = 2). starts: greedy
+ * starts per group (0: STARTS, or 1 in batches of BIG_GROUPS and BIG_RANKS). Returns 0,
  * -1 when out of memory, -2 when METIS fails. */
 int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *ranks,
                         const int64_t *gptr, int64_t ngroups, int32_t k, const int64_t *caps, uint64_t seed,
                         int64_t *pos, int64_t *part, const rm_problem *p, const int64_t *heads, int64_t *where,
-                        const void *metis)
+                        const void *metis, int32_t starts)
 {
     if (metis && k != 2)
         return -2;
@@ -484,7 +485,7 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
                 goto done;
             }
         } else
-            cut_groups(m, k, cp, &s, seed, g, out, big ? 1 : STARTS);
+            cut_groups(m, k, cp, &s, seed, g, out, starts > 0 ? starts : big ? 1 : STARTS);
         if (orienting)
             orient(&s, next, out, m, p, heads + g * k);
         for (int64_t q = 0; q < m; q++)
