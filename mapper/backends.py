@@ -314,6 +314,24 @@ SMALL_IP_RUNS = 10
 SMALL_IP_MIN_VERTICES = 512
 
 
+# V-cycles into more than VCYCLE_FLOWS_MAX_BLOCKS blocks (a split straight into hundreds of
+# nodes) run the deterministic preset, without its quality preset's flow refinement: with a
+# few dozen vertices per block the flows found nothing there (the 10^4-rank tune set: 30 of 30
+# such calls partitioned identically), and on dense traffic they took most of the time (mix on
+# the hetero tree, 4.7 -> 1.0 s of V-cycles). At 72 blocks (1,296 ranks) they still gained
+# 0.04 %: kept. Checked after on every 10^4 instance, tune and held out, and the real graphs
+# (161, bench/mapper_anchors.py --sizes 10k --set all): the same mappings on 160, held-out
+# hep-th on the 4 x 6-core tree (349 blocks, skewed) +0.14 %; mix 8.1 -> 2.1 s (hetero),
+# 4.7-4.8 -> 1.9 s (3-level and NUMA trees).
+VCYCLE_FLOWS_MAX_BLOCKS = 128
+
+
+def mtkahypar_preset(blocks: int, from_scratch: bool) -> str:
+    """Mt-KaHyPar's preset for a split's MtKaHyPar: V-cycles alone into many blocks go
+    without flows (VCYCLE_FLOWS_MAX_BLOCKS)."""
+    return "DETERMINISTIC" if blocks > VCYCLE_FLOWS_MAX_BLOCKS and not from_scratch else "DETERMINISTIC_QUALITY"
+
+
 def ip_runs(n: int, blocks: int, units: bool) -> int | None:
     """Initial-partitioning runs for Mt-KaHyPar on a split (None: its preset's)."""
     if units or n < SMALL_IP_MIN_VERTICES or n > MTKAHYPAR_CONTRACTION * blocks:

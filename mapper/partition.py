@@ -177,6 +177,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     if "mtkahypar" in how or "vcycles" in how:
         once = sub.row < sub.col
         mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed,
+                               preset=backends.mtkahypar_preset(k, "mtkahypar" in how),
                                ip_runs=backends.ip_runs(sub.n, k, units))
     if "mtkahypar" in how and not late():
         cands.append(mt.partition())

@@ -377,3 +377,22 @@ def test_mtkahypar_context_falls_back_to_the_preset(monkeypatch):
     preset = B.MtKaHyPar(row, col, w, n, [50] * 12, 3).partition()
     monkeypatch.setattr(MC, "DETERMINISTIC_QUALITY", MC.DETERMINISTIC_QUALITY + "no-such-parameter=1\n")
     assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, [50] * 12, 3, ip_runs=1).partition())
+
+
+def test_vcycles_into_many_blocks_go_without_flows():
+    """A split straight into hundreds of nodes: its V-cycles run Mt-KaHyPar's deterministic
+    preset (no flow refinement, VCYCLE_FLOWS_MAX_BLOCKS), from scratch keeps the quality
+    preset; the V-cycles keep the capacities, never raise the cut, and repeat exactly."""
+    assert B.mtkahypar_preset(B.VCYCLE_FLOWS_MAX_BLOCKS + 1, from_scratch=False) == "DETERMINISTIC"
+    assert B.mtkahypar_preset(B.VCYCLE_FLOWS_MAX_BLOCKS + 1, from_scratch=True) == "DETERMINISTIC_QUALITY"
+    assert B.mtkahypar_preset(B.VCYCLE_FLOWS_MAX_BLOCKS, from_scratch=False) == "DETERMINISTIC_QUALITY"
+    n, k = 4000, 200
+    row, col, w = _geometric(n, 0.03, 7)
+    caps = [n // k] * k
+    start = np.random.default_rng(1).permutation(np.arange(n) % k)       # a poor split, within the capacities
+    mt = B.MtKaHyPar(row, col, w, n, caps, 3, preset=B.mtkahypar_preset(k, from_scratch=False))
+    better = mt.improve(start)
+    assert (np.bincount(better, minlength=k) <= n // k).all()
+    cut = lambda p: w[p[row] != p[col]].sum()                          # noqa: E731
+    assert cut(better) < 0.9 * cut(start)
+    assert np.array_equal(better, B.MtKaHyPar(row, col, w, n, caps, 3, preset="DETERMINISTIC").improve(start))
