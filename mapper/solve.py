@@ -369,22 +369,21 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
     again by it, and the pick is made among those by it. Returns the pick and name ->
     predicted seconds (the run's, with a pair)."""
     epoch = getattr(predictor, "epoch", lambda: 0)
+    keys = {name: machine.slot_node[np.asarray(s)].tobytes() for name, s in pool.items()}   # rank -> node
     for _ in range(2):                 # again if the predictor changed its model midway (epoch)
         e0 = epoch()
         seen: dict = {}
         predicted, comm = {}, {}
         for name, s in pool.items():
-            key = machine.slot_node[np.asarray(s)].tobytes()
-            if key not in seen:
+            if keys[name] not in seen:
                 v = predictor(s)
-                seen[key] = (float(v[0]), float(v[1])) if isinstance(v, tuple) else (float(v), float(v))
-            predicted[name], comm[name] = seen[key]
+                seen[keys[name]] = (float(v[0]), float(v[1])) if isinstance(v, tuple) else (float(v), float(v))
+            predicted[name], comm[name] = seen[keys[name]]
         if epoch() == e0:
             break
     among = list(predicted)
     final = getattr(predictor, "final", None)
     if final is not None:
-        keys = {name: machine.slot_node[np.asarray(pool[name])].tobytes() for name in pool}
         order = sorted(predicted, key=lambda k: predicted[k])        # stable: ties keep pool's order
         top = []
         for name in order:
