@@ -222,6 +222,22 @@ def test_curve_table_per_network_speed():
     assert table.curve_text(rows[2:]).startswith("curve: no case")
 
 
+def test_table_with_placements_replayed_after_predict():
+    """Placements replayed after the last `predict` (no estimate yet) do not break the table:
+    predict's error and pair order count the estimated ones, the row names the others."""
+    from real_apps import table
+    one = lambda t, c, p=True: dict({"simulated_seconds": t, "comm_seconds": c, "comm_alone_seconds": c},   # noqa: E731
+                                    **({"predicted_comm_seconds": c * 1.01} if p else {}))
+    r = {"case": "ft", "app": "npb", "ranks": 16, "machine": "m", "scale": 1.0,
+         "res": {"block": one(1.0, 0.4), "cyclic": one(1.1, 0.5), "random": one(1.2, 0.6, False),
+                 "rankmap-b": one(0.9, 0.3), "rankmap-c": one(0.8, 0.2), "scotch": one(0.95, 0.35, False)}}
+    table._derive(r)
+    assert set(r["pred_err"]) == {"block", "cyclic", "rankmap-b", "rankmap-c"}
+    assert r["order"] == (6, 6) and r["unpredicted"] == ["random", "scotch"]
+    line = table.text([r], markdown=True).splitlines()[2]
+    assert "no predict estimate for random, scotch (run `predict`)" in line
+
+
 def _predict_work(tmp_path, names=("block",), scales=(1.0, 0.25)) -> Path:
     """A WORK directory with one case (a ring of 4 ranks, traced by hand) replayed on Desmos:
     these placements' hostfiles and results, for the predict phase."""

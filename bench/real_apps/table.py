@@ -64,8 +64,10 @@ def _derive(r: dict) -> None:
     else:
         r["best"] = None
     # predict: its estimate of communication alone against the replay of communication alone
+    # (placements replayed after the last `predict` have no estimate yet: left out, and named)
     r["pred_err"] = {n: v["predicted_comm_seconds"] / v["comm_alone_seconds"] - 1 for n, v in res.items()
-                     if v.get("comm_alone_seconds")}
+                     if v.get("comm_alone_seconds") and v.get("predicted_comm_seconds") is not None}
+    r["unpredicted"] = sorted(n for n, v in res.items() if v.get("predicted_comm_seconds") is None)
     r["order"] = _pairs(res, "comm_alone_seconds")
     r["order_comm"] = _pairs(res, "comm_seconds")
     # predict's run estimate (critpath.run_time, compute included) against the replayed time
@@ -84,7 +86,9 @@ def _pairs(res: dict, key: str, pred: str = "predicted_comm_seconds") -> tuple[i
             xa, xb = res[a][key], res[b][key]
             if max(xa, xb) <= 0 or abs(xa - xb) <= TIE * max(xa, xb):
                 continue
-            pa, pb = res[a][pred], res[b][pred]
+            pa, pb = res[a].get(pred), res[b].get(pred)
+            if pa is None or pb is None:               # not estimated yet (run `predict`)
+                continue
             tot += 1
             ok += (pa - pb) * (xa - xb) > 0
     return ok, tot
@@ -117,6 +121,8 @@ def checks(r: dict) -> str:
     ok, tot = r["order"]
     if tot and ok / tot < 0.95:
         miss.append(f"order {ok}/{tot}")
+    if r.get("unpredicted"):
+        miss.append(f"no predict estimate for {', '.join(r['unpredicted'])} (run `predict`)")
     return "; ".join(miss) if miss else "ok"
 
 
