@@ -247,7 +247,7 @@ def _mtkahypar():
         import mtkahypar
     except ImportError as e:     # found by mtkahypar_available, and broken (a missing shared library)
         raise UserError(f"Mt-KaHyPar is installed but does not load ({e}); reinstall it "
-                           "(pip install --force-reinstall mtkahypar) or uninstall it") from e
+                        "(pip install --force-reinstall mtkahypar) or uninstall it") from e
     return mtkahypar, mtkahypar.initialize(1, False)
 
 

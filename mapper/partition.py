@@ -152,15 +152,14 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
             # records the verdict too: the batched small splits below take one start on
             # unstructured traffic. (Into more parts a mesh's cut share grows past the
             # thresholds: stencils on trees of 4+ children read as unstructured.)
-            cut = sub.cut(part) if math.isnan(cut) else cut
-            verdict["structured"] = bool(cut <= structured * (1 - 1 / k) * sub.w.sum())
+            verdict["structured"] = _shows_structure(sub.cut(part) if math.isnan(cut) else cut, sub, k, structured)
         return [(cut if not only_part else math.nan, part)]
     mt = None
     verdict = {} if verdict is None else verdict
     if how != ["metis"] and verdict.get("structured") is False:
         how = ["metis"]
     if how != ["metis"]:
-        found = min(sub.cut(repair(sub, p, caps)) for p in cands) <= structured * (1 - 1 / k) * sub.w.sum()
+        found = _shows_structure(min(sub.cut(repair(sub, p, caps)) for p in cands), sub, k, structured)
         verdict.setdefault("structured", bool(found))
         if not found:
             how = ["metis"]
@@ -196,6 +195,12 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
                 out.append((sub.cut(p), p))
     out.sort(key=lambda cp: cp[0])
     return out
+
+
+def _shows_structure(cut: float, sub: _Sub, k: int, threshold: float) -> bool:
+    """A k-way cut below `threshold` times a random k-way split's expected cut ((1 - 1/k)
+    of all the weight): structure KaHIP and Mt-KaHyPar can exploit."""
+    return bool(cut <= threshold * (1 - 1 / k) * sub.w.sum())
 
 
 def _canonical(part: np.ndarray) -> bytes:
