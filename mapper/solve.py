@@ -44,8 +44,14 @@ MIN_GAIN = 0.01
 # another candidate is predicted faster by more than PREDICT_MARGIN: predict's estimates of
 # placements that cut the same bytes differ by noise, not by what a replay would show.
 PREDICT_MARGIN = 0.01
-# candidates the final estimate sees again (choose_predicted): the screening's best few
+# candidates the final estimate sees again (choose_predicted): the screening's best FINAL_TOP,
+# and up to FINAL_MAX of those the screening puts within FINAL_BAND of its best. The in-turn
+# screening is off by 3-16 % a candidate, and not alike: on NPB CG B 128 on Angara-K1 at /16
+# (128 ranks, 27 candidates, all estimated both ways) its best three were 4.27-4.35 s
+# screened, 4.69-4.95 s by the flows, and the flows' best (4.56 s) was its fourth (4.35 s)
 FINAL_TOP = 3
+FINAL_BAND = 0.05
+FINAL_MAX = 8
 
 # On big problems a start more than HOPELESS times the best start's cost is not refined:
 # there the descent's few passes gain 1-4 % (random graphs 3.7 %, stencils 0.8 % at 10^5
@@ -365,9 +371,10 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
     of its communication). Mappings that put every rank on the same node are predicted once
     (predict sees nodes, not cores); ties go to the earlier candidate in pool's order
     (deterministic). A predictor with a `final` estimate (mapping._predictor: the flow replay
-    where the screening one replays in turn) has its FINAL_TOP best and `chosen` estimated
-    again by it, and the pick is made among those by it. Returns the pick and name ->
-    predicted seconds (the run's, with a pair)."""
+    where the screening one replays in turn) has its FINAL_TOP best, those within FINAL_BAND
+    of the best (FINAL_MAX in all) and `chosen` estimated again by it, and the pick is made
+    among those by it. Returns the pick and name -> predicted seconds (the run's, with a
+    pair)."""
     epoch = getattr(predictor, "epoch", lambda: 0)
     keys = {name: machine.slot_node[np.asarray(s)].tobytes() for name, s in pool.items()}   # rank -> node
     for _ in range(2):                 # again if the predictor changed its model midway (epoch)
@@ -385,12 +392,13 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
     final = getattr(predictor, "final", None)
     if final is not None:
         order = sorted(predicted, key=lambda k: predicted[k])        # stable: ties keep pool's order
+        band = predicted[order[0]] * (1 + FINAL_BAND)
         top = []
         for name in order:
+            if len(top) >= FINAL_TOP and predicted[name] > band or len(top) == FINAL_MAX:
+                break
             if keys[name] not in (keys[t] for t in top):
                 top.append(name)
-            if len(top) == FINAL_TOP:
-                break
         again = {keys[k] for k in top} | {keys[chosen]}
         got = {}
         for _ in range(2):                                           # its own epoch, as above

@@ -202,6 +202,29 @@ def test_choose_predicted_final_estimate_of_the_best_few(monkeypatch):
     assert solve.choose_predicted(pool, "mine", m, pred)[0] == "y"
 
 
+def test_choose_predicted_final_estimate_of_the_screening_band(monkeypatch):
+    """Beyond the FINAL_TOP best, the candidates the screening puts within FINAL_BAND of its
+    best are estimated again too (the in-turn screening is off by several percent a
+    candidate), up to FINAL_MAX: z, screened 3 % above the best, is the flows' best."""
+    monkeypatch.setattr(solve, "FINAL_TOP", 2)
+    m = machine.build(["a", "b", "c"], ["core:2"])
+    pool = {"mine": np.array([0, 2, 1, 3]), "x": np.array([0, 1, 2, 3]), "y": np.array([4, 5, 0, 1]),
+            "z": np.array([2, 3, 4, 5])}
+    nodes = lambda slot: tuple(m.slot_node[slot])                        # noqa: E731
+    screen = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.71, nodes(pool["y"]): 0.7, nodes(pool["z"]): 0.72}
+    flows = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.75, nodes(pool["y"]): 0.95, nodes(pool["z"]): 0.6}
+    seen = []
+
+    def pred(slot):
+        return screen[nodes(slot)], 0.5
+    pred.final = lambda slot: seen.append(nodes(slot)) or (flows[nodes(slot)], 0.5)
+    pick, p = solve.choose_predicted(pool, "mine", m, pred)
+    assert pick == "z" and p["z"] == 0.6 and len(seen) == 4
+    monkeypatch.setattr(solve, "FINAL_MAX", 2)                     # the band capped: y and x only
+    seen.clear()
+    assert solve.choose_predicted(pool, "mine", m, pred)[0] == "x" and len(seen) == 3
+
+
 def test_balanced_and_spread_candidates():
     """32 ranks on 6 nodes of 6 cores: balanced gives 6, 6, 5, 5, 5, 5 consecutive ranks (Slurm's
     block with -N), or the extra ranks on the nodes named; spread_candidates offers each of the
