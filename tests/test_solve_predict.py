@@ -177,27 +177,34 @@ def test_choose_predicted_again_when_the_model_changes():
     assert state["calls"] == 4 and pick == "block" and p == {"mine": 1.0, "block": 0.9}
 
 
+def _two_stage(screen_of: dict, flows_of: dict):
+    """Four candidates on three 2-core nodes and a predictor whose screening and final (flow)
+    estimates are given per candidate; `seen` records the final estimates asked for."""
+    m = machine.build(["a", "b", "c"], ["core:2"])
+    pool = {"mine": np.array([0, 2, 1, 3]), "x": np.array([0, 1, 2, 3]), "y": np.array([4, 5, 0, 1]),
+            "z": np.array([2, 3, 4, 5])}
+    nodes = lambda slot: tuple(m.slot_node[slot])                        # noqa: E731
+    name = {nodes(v): k for k, v in pool.items()}
+    seen = []
+
+    def pred(slot):
+        return screen_of[name[nodes(slot)]], 0.5
+    pred.final = lambda slot: seen.append(name[nodes(slot)]) or (flows_of[name[nodes(slot)]], 0.5)
+    return m, pool, pred, seen
+
+
 def test_choose_predicted_final_estimate_of_the_best_few(monkeypatch):
     """A predictor with a final estimate (the flow replay, where the screening replays in
     turn): the screening's FINAL_TOP best node sets and the cost's choice are estimated again
     by it, and the pick is made among those by it; a final estimate that has nothing to add
     (None) leaves the screening's choice."""
     monkeypatch.setattr(solve, "FINAL_TOP", 2)
-    m = machine.build(["a", "b", "c"], ["core:2"])
-    pool = {"mine": np.array([0, 2, 1, 3]), "x": np.array([0, 1, 2, 3]), "y": np.array([4, 5, 0, 1]),
-            "z": np.array([2, 3, 4, 5])}
-    nodes = lambda slot: tuple(m.slot_node[slot])                        # noqa: E731
-    screen = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.8, nodes(pool["y"]): 0.7, nodes(pool["z"]): 0.9}
-    flows = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.75, nodes(pool["y"]): 0.95, nodes(pool["z"]): 0.1}
-    seen = []
-
-    def pred(slot):
-        return screen[nodes(slot)], 0.5
-    pred.final = lambda slot: seen.append(nodes(slot)) or (flows[nodes(slot)], 0.5)
+    m, pool, pred, seen = _two_stage({"mine": 1.0, "x": 0.8, "y": 0.7, "z": 0.9},
+                                     {"mine": 1.0, "x": 0.75, "y": 0.95, "z": 0.1})
     pick, p = solve.choose_predicted(pool, "mine", m, pred)
     # y and x screened best: y's flows show it slower than x; z (0.1 by flows) was not among them
     assert pick == "x" and p["x"] == 0.75 and p["y"] == 0.95 and p["z"] == 0.9
-    assert sorted(seen) == sorted([nodes(pool[k]) for k in ("mine", "x", "y")])
+    assert sorted(seen) == ["mine", "x", "y"]
     pred.final = lambda slot: None
     assert solve.choose_predicted(pool, "mine", m, pred)[0] == "y"
 
@@ -207,22 +214,13 @@ def test_choose_predicted_final_estimate_of_the_screening_band(monkeypatch):
     best are estimated again too (the in-turn screening is off by several percent a
     candidate), up to FINAL_MAX: z, screened 3 % above the best, is the flows' best."""
     monkeypatch.setattr(solve, "FINAL_TOP", 2)
-    m = machine.build(["a", "b", "c"], ["core:2"])
-    pool = {"mine": np.array([0, 2, 1, 3]), "x": np.array([0, 1, 2, 3]), "y": np.array([4, 5, 0, 1]),
-            "z": np.array([2, 3, 4, 5])}
-    nodes = lambda slot: tuple(m.slot_node[slot])                        # noqa: E731
-    screen = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.71, nodes(pool["y"]): 0.7, nodes(pool["z"]): 0.72}
-    flows = {nodes(pool["mine"]): 1.0, nodes(pool["x"]): 0.75, nodes(pool["y"]): 0.95, nodes(pool["z"]): 0.6}
-    seen = []
-
-    def pred(slot):
-        return screen[nodes(slot)], 0.5
-    pred.final = lambda slot: seen.append(nodes(slot)) or (flows[nodes(slot)], 0.5)
+    m, pool, pred, seen = _two_stage({"mine": 1.0, "x": 0.71, "y": 0.7, "z": 0.72},
+                                     {"mine": 1.0, "x": 0.75, "y": 0.95, "z": 0.6})
     pick, p = solve.choose_predicted(pool, "mine", m, pred)
-    assert pick == "z" and p["z"] == 0.6 and len(seen) == 4
+    assert pick == "z" and p["z"] == 0.6 and sorted(seen) == ["mine", "x", "y", "z"]
     monkeypatch.setattr(solve, "FINAL_MAX", 2)                     # the band capped: y and x only
     seen.clear()
-    assert solve.choose_predicted(pool, "mine", m, pred)[0] == "x" and len(seen) == 3
+    assert solve.choose_predicted(pool, "mine", m, pred)[0] == "x" and sorted(seen) == ["mine", "x", "y"]
 
 
 def test_balanced_and_spread_candidates():
