@@ -160,7 +160,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         how = ["metis"]
     if how != ["metis"]:
         found = _shows_structure(min(sub.cut(repair(sub, p, caps)) for p in cands), sub, k, structured)
-        verdict.setdefault("structured", bool(found))
+        verdict.setdefault("structured", found)
         if not found:
             how = ["metis"]
     # the root of the machine tree of a small graph of ranks: Mt-KaHyPar from scratch too,
