@@ -55,6 +55,8 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     kind = np.array([hash((t.spec, c)) for t, c in zip(machine.topos, cores_of)])
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
     loads = net.link_loads(pos[g_all], pos[h_all], w_all, injection=False).ravel()
+    if not len(loads):
+        return slot, {}                    # one switch: only the nodes' own links, which no move changes
     hop = float((w_all * net.hops(pos[g_all], pos[h_all])).sum())
     limit = hop * (1 + tolerance) + 1e-9
     start = (float(loads.max()), hop)

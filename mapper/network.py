@@ -327,7 +327,8 @@ class SwitchTree(Hierarchy):
             for ends, out in ((na, up), (nb, down)):
                 key = base + col[ends[idx]]
                 out.append(np.bincount(key, weights=wm, minlength=ng * size).reshape(ng, size) / cap)
-        res = np.concatenate(up + down, axis=1)
+        # one switch over all nodes and injection=False: no link the caller asked for
+        res = np.concatenate(up + down, axis=1) if up else np.zeros((ng, 0))
         return res if group is not None else res[0]
 
     def crosses(self, na, nb, link: int) -> np.ndarray:

@@ -35,3 +35,15 @@ def test_balanced_loads_are_those_of_the_mapping(shape):
                                                              m.slot_node[s[W.tocoo().col]])).sum())
     assert hops(new) <= hops(slot) * 1.02 + 1e-6
     assert sorted(new.tolist()) == sorted(slot.tolist())         # the same slots, traded by whole nodes
+
+
+def test_one_switch_has_nothing_to_balance():
+    """A single switch over the nodes (`--switch-tree 5`, `--network fat-tree:5`): every route
+    uses only the nodes' own links, which no trade of node contents changes. Found by an
+    unseen-input sweep: it used to end in numpy's 'need at least one array to concatenate'."""
+    m = M.build([f"n{i}" for i in range(5)], ["pack:2 core:2"], switches="5")
+    W = _traffic(m.nslots, 2)
+    slot = baselines.random(m.nslots, m, 1)
+    new, info = linkload.balance(W, m, slot)
+    assert info == {} and np.array_equal(new, slot)
+    assert m.network.link_loads([0, 1], [2, 3], [1.0, 2.0], injection=False).shape == (0,)
