@@ -136,13 +136,20 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     tree_split: a split of hierarchical's machine tree (the root's gets Mt-KaHyPar from
     scratch on small graphs: backends.ROOT_MTKAHYPAR_MAX_WORK)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
+    k = len(caps)
+    if sub.n <= k or sub.nnz == 0:
+        # nothing to partition: no traffic (in order, in proportion to the capacities), or no
+        # more ranks than parts (the first parts filled, the ranks kept together). METIS would
+        # print "too many parts" on stdout, into a --json report
+        part = in_order(sub.n, caps) if sub.n > k else \
+            np.searchsorted(np.cumsum(caps), np.arange(sub.n), side="right").astype(np.int64)
+        return [(math.nan if only_part else sub.cut(part), part)]
     how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units, skewed) if keep is None or h in keep + ("metis",)]
     cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
     # KaHIP's and Mt-KaHyPar's times grow fast on expander-like graphs (random partners:
     # KaHIP 16 s where a mesh of the same size takes 0.1 s), where a better cut gains
     # little: they are used only where METIS cut clearly less than a random split would
     # (measured: real codes' graphs 0.03-0.45 of a random split's cut, random graphs 0.6-0.75)
-    k = len(caps)
     structured = STRUCTURED if graph_work <= backends.PORTFOLIO_MAX_WORK else STRUCTURED_BIG
     if how == ["metis"] and len(cands) == 1:               # the many small splits of a big machine
         part = repair(sub, cands[0], caps)

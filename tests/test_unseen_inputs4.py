@@ -12,7 +12,7 @@ import random
 import hostlist
 import pytest
 
-from conftest import one_error_line, run_cli
+from conftest import one_error_line, run_cli, spawn_cli
 from rankmap.mapper import hostnames
 
 
@@ -287,3 +287,18 @@ def test_dragonfly_parallel_links_are_bounded(tmp_path):
     ok = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-6]", "--node-topology", "pack:1 core:1",
                  "--network", "dragonfly:3x2x1:global=4:local=2", "--out", tmp_path / "m")
     assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize("extra", [["--torus", "3x3"], ["--torus", "3x3", "--imbalance", "0.03"]])
+def test_fewer_ranks_than_nodes_keeps_json_clean(tmp_path, extra):
+    """2 ranks on a 9-node torus: the network start split them into one part per node and
+    METIS printed "***Cannot bisect a graph with 0 vertices!" on stdout, into the --json
+    report (a separate process: the C library writes to the process's own stdout). Found by
+    an unseen-input sweep. Splits with no more ranks than parts now fill the parts in order."""
+    t = tmp_path / "pair.csv"
+    t.write_text("0,1,1\n1,0,1\n")
+    res = spawn_cli("map", t, "--nodes", "n[1-9]", "--node-topology", "pack:2 core:3", *extra,
+                    "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["cost"] <= rep["defaults"]["block"] and rep["nodes"] == ["n1"]
