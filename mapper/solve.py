@@ -4,12 +4,17 @@ search on the true cost, several seeds, and never worse than the default orders
 (within MIN_GAIN), it is returned instead, and the result says so."""
 from __future__ import annotations
 
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankmap.mapper import baselines, libmetis
+from rankmap.mapper import backends, baselines, libmetis
 from rankmap.mapper.graph import LIGHT_TAIL, Graph, from_traffic
 from rankmap.mapper.machine import Machine
 from rankmap.mapper.partition import hierarchical
@@ -200,7 +205,7 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
         # only for the final choice by the network model: without it, on the 37 tune instances
         # of 1k ranks the bottom-up start never changed the mapping and cost 32 % more CPU
         # (docs/real-apps.md, "Starts of other kinds")
-        raw = other_starts(graph, machine, seed, root) if predictor is not None and not quick else {}
+        raw = other_starts(graph, machine, seed) if predictor is not None and not quick else {}
         starts += [(k, v.copy(), seed) for k, v in raw.items()]
     if search:
         # the default orders refined are candidates too: structured codes often start close to them
@@ -316,25 +321,53 @@ def nothing_exchanged(traffic: Traffic, machine: Machine, algorithm: str, seed: 
                   notes=[NOTHING_EXCHANGED.format(name)])
 
 
-def other_starts(graph: Graph, machine: Machine, seed: int, root) -> dict:
+def other_starts(graph: Graph, machine: Machine, seed: int) -> dict:
     """Starts of other kinds than the partitioner's top-down splits, name -> mapping: a
     TreeMatch-style bottom-up grouping (mapper/bottomup.py), Mt-KaHyPar's Steiner-tree
     process mapping onto the cores or nodes (mapper/steiner.py; only where its target graph
     fits, up to 64 cores or nodes), and Mt-KaHyPar's multisection of the machine, all nodes at
     once then down each node, no imbalance (mapper/multisection.py; up to 4,096 ranks). All
     are the mappings of the published mappers that beat rankmap's own on real codes at a weak
-    network (docs/real-apps.md)."""
+    network (docs/real-apps.md).
+
+    They are computed in a fresh interpreter: the two Mt-KaHyPar presets they use (QUALITY,
+    DEFAULT) give another partition to the same call with the same seed once the process has
+    run them before (their state outlives set_seed; the deterministic presets of the split
+    portfolio do not), so the mapping depended on what the process had mapped earlier (the
+    node sets of --mode whole-cluster, a library caller's second solve)."""
+    with tempfile.TemporaryDirectory(prefix="rankmap-starts-") as tmp:
+        src, dst = os.path.join(tmp, "in.pickle"), os.path.join(tmp, "out.pickle")
+        with open(src, "wb") as f:
+            # whether Mt-KaHyPar may run is this process's decision (backends.mtkahypar_available)
+            pickle.dump((graph, machine, seed, backends.mtkahypar_available()), f, protocol=pickle.HIGHEST_PROTOCOL)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        res = subprocess.run([sys.executable, "-c", "import sys; from rankmap.mapper.solve import "
+                              "_other_starts_child; _other_starts_child(sys.argv[1], sys.argv[2])", src, dst],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        if res.returncode != 0 or not os.path.exists(dst):
+            tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"internal error: the other starts' process failed ({tail[0]})")
+        with open(dst, "rb") as f:
+            return pickle.load(f)
+
+
+def _other_starts_child(src: str, dst: str) -> None:
+    with open(src, "rb") as f:
+        graph, machine, seed, mt = pickle.load(f)
     from rankmap.mapper.bottomup import bottomup
     from rankmap.mapper.multisection import multisection
     from rankmap.mapper.steiner import steiner_map
+    root = machine.tree()
     out = {"bottomup": bottomup(graph, machine, seed, root)}
-    st = steiner_map(graph, machine, seed)
-    if st is not None:
-        out["steiner"] = st
-    ms = multisection(graph, machine, seed, root)
-    if ms is not None:
-        out["multisection"] = ms
-    return out
+    if mt:
+        st = steiner_map(graph, machine, seed)
+        if st is not None:
+            out["steiner"] = st
+        ms = multisection(graph, machine, seed, root)
+        if ms is not None:
+            out["multisection"] = ms
+    with open(dst, "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 SPREAD_MAX = 16      # spread_candidates: at most this many ways to place the extra ranks, else the first nodes
