@@ -67,10 +67,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import pickle
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -472,14 +475,20 @@ def map_with(name: str, W, machine: Machine, seed: int = 0, imbalance: float = 0
     return map_with_info(name, W, machine, seed, imbalance)[0]
 
 
+FRESH_ENV = "RANKMAP_BENCH_FRESH"     # set in the fresh interpreter of _fresh
+
+
 def map_with_info(name: str, W, machine: Machine, seed: int = 0, imbalance: float = 0.0):
     """(slot_of_rank, info): info["received"] says what the competitor was given,
-    info["repaired"] how many ranks had to move to a free slot."""
+    info["repaired"] how many ranks had to move to a free slot. Mt-KaHyPar's competitors run
+    in a fresh interpreter (info["wall_s"], info["cpu_s"]: the mapping's own time there)."""
     if name not in NAMES:
         raise ValueError(f"unknown competitor {name!r}; choose from {', '.join(NAMES)}")
     why = _probe(name)
     if why:
         raise Unavailable(why)
+    if name.startswith("mtkahypar") and not os.environ.get(FRESH_ENV):
+        return _fresh(name, W, machine, seed, imbalance)
     W = _clean(W)
     n = W.shape[0]
     if n > machine.nslots:
@@ -508,6 +517,47 @@ def map_with_info(name: str, W, machine: Machine, seed: int = 0, imbalance: floa
     slot, moved = assign_slots(core, machine, cores)
     info["repaired"] = int(moved)
     return slot, info
+
+
+def _fresh(name: str, W, machine: Machine, seed: int, imbalance: float):
+    """map_with_info in a fresh interpreter. Mt-KaHyPar's QUALITY and DEFAULT presets give
+    another result to the same call with the same seed once the process has run them (their
+    state outlives set_seed): in one process a competitor's mapping depended on the instances
+    mapped before it (the same reason rankmap's own starts of that kind run apart:
+    mapper/solve.py other_starts)."""
+    with tempfile.TemporaryDirectory(prefix="rankmap-bench-") as tmp:
+        src, dst = os.path.join(tmp, "in.pickle"), os.path.join(tmp, "out.pickle")
+        with open(src, "wb") as f:
+            pickle.dump((name, W, machine, seed, imbalance), f, protocol=pickle.HIGHEST_PROTOCOL)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **{FRESH_ENV: "1"})
+        res = subprocess.run([sys.executable, "-c", "import sys, competitors; competitors._fresh_child(*sys.argv[1:])",
+                              src, dst], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env=env)
+        if res.returncode != 0 or not os.path.exists(dst):
+            tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"{name} in a fresh interpreter failed: {tail[0]}")
+        with open(dst, "rb") as f:
+            status, value = pickle.load(f)
+    if status == "unavailable":
+        raise Unavailable(value)
+    if status == "error":
+        raise RuntimeError(value)
+    return value
+
+
+def _fresh_child(src: str, dst: str) -> None:
+    with open(src, "rb") as f:
+        name, W, machine, seed, imbalance = pickle.load(f)
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        slot, info = map_with_info(name, W, machine, seed, imbalance)
+        out = ("ok", (slot, dict(info, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)))
+    except Unavailable as e:
+        out = ("unavailable", str(e))
+    except Exception as e:      # noqa: BLE001 - reported by the caller as this competitor's failure
+        out = ("error", f"{type(e).__name__}: {e}")
+    with open(dst, "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _block(n: int, machine: Machine, imbalance: float) -> np.ndarray:
