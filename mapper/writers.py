@@ -156,7 +156,8 @@ def _read_lines(path: Path) -> list[str]:
 
 def read_placement(path: str | Path) -> Placement:
     """A mapping directory (its binding.txt, checked against its hostfile), a binding file
-    (`rank host core[,core...]`) or a hostfile (one host per line, `host:k` allowed)."""
+    (`rank host core[,core...]`) or a hostfile (one host per line, `host:k` or Open MPI's
+    `host slots=N` allowed)."""
     p = Path(path)
     if p.is_dir():
         if not (p / "binding.txt").exists() and not (p / "hostfile").exists():
@@ -182,10 +183,22 @@ def read_placement(path: str | Path) -> Placement:
     for lineno, ln in enumerate(lines, 1):
         if ln.strip() and not ln.lstrip().startswith("#"):
             where = f"{p}:{lineno}"
-            host, colon, k = ln.split()[0].partition(":")     # a machinefile's host:k: its next k ranks
+            words = ln.split("#", 1)[0].split()
+            host, colon, k = words[0].partition(":")     # a machinefile's host:k: its next k ranks
             k = valid.integer(k, where, "ranks (host:k)", 1, valid.MAX_RANKS, float_form=False) if colon else 1
+            given = words[0] if colon else None
+            for w in words[1:]:
+                # an Open MPI hostfile's `host slots=N [max_slots=M]`: its next N ranks (mapping by
+                # slot, Open MPI's order); anything else was ignored and a rank count could match
+                key, eq, val = w.partition("=")
+                if key == "slots" and eq and not colon:
+                    k = valid.integer(val, where, "slots (host slots=N)", 1, valid.MAX_RANKS, float_form=False)
+                    given = f"{host} {w}"
+                elif key != "max_slots" or not eq:
+                    raise UserError(f"{where}: expected 'host', 'host:k' or 'host slots=N' (a hostfile line), "
+                                    f"got {ln.strip()!r}")
             hosts += [hostnames.check_name(host, where)] * k
-            wheres += [(where, ln.split()[0] if colon else None)] * k
+            wheres += [(where, given)] * k
             valid.rank_count(len(hosts), str(p))
     valid.rank_count(len(hosts), str(p))
     return Placement(p, hosts, None, lines=wheres)
@@ -243,7 +256,7 @@ def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np
         if not cands:
             what = f"core {core} of {host}" if core is not None else host
             # a machinefile's host:k gives k ranks (MPICH, Intel MPI), not k slots
-            k = f"; {hk!r} gives {host} its next {hk.partition(':')[2]} ranks" if hk else ""
+            k = f"; {hk!r} gives {host} its next {re.findall(r'[0-9]+', hk)[-1]} ranks" if hk else ""
             raise UserError(f"{where}: rank {r}: no free slot left on {what} (more ranks than slots there{k})")
         slot[r] = cands[0]
         free[node].remove(cands[0])

@@ -302,3 +302,23 @@ def test_fewer_ranks_than_nodes_keeps_json_clean(tmp_path, extra):
     assert res.returncode == 0, res.stderr
     rep = json.loads(res.stdout)
     assert rep["cost"] <= rep["defaults"]["block"] and rep["nodes"] == ["n1"]
+
+
+def test_open_mpi_hostfile_slots_give_ranks_in_order(tmp_path):
+    """An Open MPI hostfile (`host slots=N`) gives each host its next N ranks, as Open MPI
+    maps by slot; the `slots=2` used to be ignored (one rank per line), so a 2-line file
+    passed for 2 ranks put them on two hosts without a word. Other words on a line are
+    refused, naming it."""
+    t = ring_csv(tmp_path, 4)
+    ompi, slurm = tmp_path / "ompi-hosts", tmp_path / "slurm-hosts"
+    ompi.write_text("n1 slots=2 max_slots=4   # login node excluded\nn2 slots=2\n")
+    slurm.write_text("n1\nn1\nn2\nn2\n")
+    args = ("--nodes", "n[1-2]", "--node-topology", "pack:1 core:2", "--json")
+    a, b = run_cli("evaluate", t, ompi, *args), run_cli("evaluate", t, slurm, *args)
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    assert ja["metrics"]["ompi-hosts"]["sum_com"] == jb["metrics"]["slurm-hosts"]["sum_com"] \
+        == jb["metrics"]["block"]["sum_com"]
+    bad = tmp_path / "two-per-line"
+    bad.write_text("n1 n2\n")
+    one_error_line(run_cli("evaluate", t, bad, *args[:-1]), f"{bad}:1: expected 'host', 'host:k' or 'host slots=N'")

@@ -147,8 +147,8 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
 @click.option("--plots", metavar="DIR", help="Write PNG plots (heatmaps in mapped order, torus link loads) into DIR.")
 def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, **mopts):
     """Metrics of MAPPINGS (mapping directories, binding files, hostfiles, Open MPI
-    rankfiles or machinefiles `host:k`) for the traffic MATRIX, next to block, cyclic and
-    random."""
+    rankfiles, machinefiles `host:k` or Open MPI hostfiles `host slots=N`) for the traffic
+    MATRIX, next to block, cyclic and random."""
     from rankmap.mapper.mapping import run_evaluate
     from rankmap.profiler import outputs
     from rankmap.profiler.formats import read_traffic
