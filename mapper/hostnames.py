@@ -184,6 +184,9 @@ def _ranges(nums: list[str]):
 _FILE_LIKE = re.compile(r"(/|\.(txt|list|lst|hosts?|nodes?|nodelist|csv|json|conf|cfg)$)", re.IGNORECASE)
 
 
+_SLOTS = re.compile(r"(?<!\S)(max_)?slots=[0-9]+(?!\S)")
+
+
 def node_list(spec: str, option: str = "--nodes") -> list[str]:
     """Hosts from `spec`: '@FILE' or an existing file (one hostlist per line, # comments),
     or a hostlist expression. A name that looks like a file (a '/', or an extension such
@@ -204,7 +207,9 @@ def node_list(spec: str, option: str = "--nodes") -> list[str]:
             raise UserError(f"{option} {spec}: {path}: no such file")
         hosts = []
         for lineno, ln in enumerate(validate.read_text(path, "node list").splitlines(), 1):
-            ln = ln.split("#", 1)[0].strip()
+            # an Open MPI hostfile's `host slots=N max_slots=M`: the host (its cores come from
+            # --node-topology)
+            ln = _SLOTS.sub(" ", ln.split("#", 1)[0]).strip()
             if ln:
                 hosts.extend(expand(ln, f"{path}:{lineno}"))
                 if len(hosts) > validate.MAX_NODES:

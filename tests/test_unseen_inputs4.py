@@ -322,3 +322,14 @@ def test_open_mpi_hostfile_slots_give_ranks_in_order(tmp_path):
     bad = tmp_path / "two-per-line"
     bad.write_text("n1 n2\n")
     one_error_line(run_cli("evaluate", t, bad, *args[:-1]), f"{bad}:1: expected 'host', 'host:k' or 'host slots=N'")
+
+
+def test_open_mpi_hostfile_as_node_list(tmp_path):
+    """--nodes FILE may be an Open MPI hostfile: `host slots=N max_slots=M` names the host
+    (its cores come from --node-topology); 'slots=2' was read as a host name."""
+    nodes = tmp_path / "ompi-hosts"
+    nodes.write_text("n1 slots=2 max_slots=4\nn2 slots=2  # second\n")
+    res = run_cli("map", ring_csv(tmp_path, 4), "--nodes", nodes, "--node-topology", "pack:1 core:2",
+                  "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["machine_nodes"] == 2
