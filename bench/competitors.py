@@ -68,7 +68,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -85,6 +84,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from rankmap.mapper import backends as _backends  # noqa: E402
 from rankmap.mapper import bottomup as _bottomup  # noqa: E402
 from rankmap.mapper.graph import Graph as _Graph  # noqa: E402
 from rankmap.mapper.machine import Machine  # noqa: E402
@@ -520,24 +520,11 @@ def map_with_info(name: str, W, machine: Machine, seed: int = 0, imbalance: floa
 
 
 def _fresh(name: str, W, machine: Machine, seed: int, imbalance: float):
-    """map_with_info in a fresh interpreter. Mt-KaHyPar's QUALITY and DEFAULT presets give
-    another result to the same call with the same seed once the process has run them (their
-    state outlives set_seed): in one process a competitor's mapping depended on the instances
-    mapped before it (the same reason rankmap's own starts of that kind run apart:
-    mapper/solve.py other_starts)."""
-    with tempfile.TemporaryDirectory(prefix="rankmap-bench-") as tmp:
-        src, dst = os.path.join(tmp, "in.pickle"), os.path.join(tmp, "out.pickle")
-        with open(src, "wb") as f:
-            pickle.dump((name, W, machine, seed, imbalance), f, protocol=pickle.HIGHEST_PROTOCOL)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **{FRESH_ENV: "1"})
-        res = subprocess.run([sys.executable, "-c", "import sys, competitors; competitors._fresh_child(*sys.argv[1:])",
-                              src, dst], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             env=env)
-        if res.returncode != 0 or not os.path.exists(dst):
-            tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-            raise RuntimeError(f"{name} in a fresh interpreter failed: {tail[0]}")
-        with open(dst, "rb") as f:
-            status, value = pickle.load(f)
+    """map_with_info in a fresh interpreter (rankmap's backends.fresh_call: Mt-KaHyPar's
+    QUALITY and DEFAULT presets remember earlier calls, so in one process a competitor's
+    mapping depended on the instances mapped before it)."""
+    status, value = _backends.fresh_call("competitors", "_fresh_here", name, W, machine, seed, imbalance,
+                                         env={FRESH_ENV: "1"})
     if status == "unavailable":
         raise Unavailable(value)
     if status == "error":
@@ -545,19 +532,15 @@ def _fresh(name: str, W, machine: Machine, seed: int, imbalance: float):
     return value
 
 
-def _fresh_child(src: str, dst: str) -> None:
-    with open(src, "rb") as f:
-        name, W, machine, seed, imbalance = pickle.load(f)
+def _fresh_here(name: str, W, machine: Machine, seed: int, imbalance: float):
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         slot, info = map_with_info(name, W, machine, seed, imbalance)
-        out = ("ok", (slot, dict(info, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)))
+        return "ok", (slot, dict(info, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0))
     except Unavailable as e:
-        out = ("unavailable", str(e))
+        return "unavailable", str(e)
     except Exception as e:      # noqa: BLE001 - reported by the caller as this competitor's failure
-        out = ("error", f"{type(e).__name__}: {e}")
-    with open(dst, "wb") as f:
-        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+        return "error", f"{type(e).__name__}: {e}"
 
 
 def _block(n: int, machine: Machine, imbalance: float) -> np.ndarray:

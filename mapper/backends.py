@@ -11,8 +11,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import importlib
 import importlib.util
 import math
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 import pymetis
@@ -249,6 +255,35 @@ def _mtkahypar():
         raise UserError(f"Mt-KaHyPar is installed but does not load ({e}); reinstall it "
                         "(pip install --force-reinstall mtkahypar) or uninstall it") from e
     return mtkahypar, mtkahypar.initialize(1, False)
+
+
+def fresh_call(module: str, function: str, *args, env: dict | None = None):
+    """module.function(*args) in a fresh interpreter, its result returned (both pickled).
+    For Mt-KaHyPar's QUALITY and DEFAULT presets: called again in the same process with the
+    same seed they return another partition (their state outlives set_seed and a new
+    initialization; the deterministic presets of the split portfolio repeat themselves), so
+    what they give would depend on what the process ran before. env: added to the child's."""
+    with tempfile.TemporaryDirectory(prefix="rankmap-fresh-") as tmp:
+        src, dst = os.path.join(tmp, "in.pickle"), os.path.join(tmp, "out.pickle")
+        with open(src, "wb") as f:
+            pickle.dump((module, function, args), f, protocol=pickle.HIGHEST_PROTOCOL)
+        child = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **(env or {}))
+        res = subprocess.run([sys.executable, "-c", "import sys; from rankmap.mapper.backends import _fresh_child; "
+                              "_fresh_child(sys.argv[1], sys.argv[2])", src, dst],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child)
+        if res.returncode != 0 or not os.path.exists(dst):
+            tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"internal error: {module}.{function} in a fresh interpreter failed ({tail[0]})")
+        with open(dst, "rb") as f:
+            return pickle.load(f)
+
+
+def _fresh_child(src: str, dst: str) -> None:
+    with open(src, "rb") as f:
+        module, function, args = pickle.load(f)
+    out = getattr(importlib.import_module(module), function)(*args)
+    with open(dst, "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 @lru_cache(maxsize=None)

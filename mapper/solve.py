@@ -4,11 +4,6 @@ search on the true cost, several seeds, and never worse than the default orders
 (within MIN_GAIN), it is returned instead, and the result says so."""
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -330,30 +325,16 @@ def other_starts(graph: Graph, machine: Machine, seed: int) -> dict:
     are the mappings of the published mappers that beat rankmap's own on real codes at a weak
     network (docs/real-apps.md).
 
-    They are computed in a fresh interpreter: the two Mt-KaHyPar presets they use (QUALITY,
-    DEFAULT) give another partition to the same call with the same seed once the process has
-    run them before (their state outlives set_seed; the deterministic presets of the split
-    portfolio do not), so the mapping depended on what the process had mapped earlier (the
-    node sets of --mode whole-cluster, a library caller's second solve)."""
-    with tempfile.TemporaryDirectory(prefix="rankmap-starts-") as tmp:
-        src, dst = os.path.join(tmp, "in.pickle"), os.path.join(tmp, "out.pickle")
-        with open(src, "wb") as f:
-            # whether Mt-KaHyPar may run is this process's decision (backends.mtkahypar_available)
-            pickle.dump((graph, machine, seed, backends.mtkahypar_available()), f, protocol=pickle.HIGHEST_PROTOCOL)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        res = subprocess.run([sys.executable, "-c", "import sys; from rankmap.mapper.solve import "
-                              "_other_starts_child; _other_starts_child(sys.argv[1], sys.argv[2])", src, dst],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        if res.returncode != 0 or not os.path.exists(dst):
-            tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-            raise RuntimeError(f"internal error: the other starts' process failed ({tail[0]})")
-        with open(dst, "rb") as f:
-            return pickle.load(f)
+    They are computed in a fresh interpreter (backends.fresh_call): the two Mt-KaHyPar
+    presets they use (QUALITY, DEFAULT) give another result to the same call with the same
+    seed once the process has run them, so the mapping depended on what the process had
+    mapped earlier (the node sets of --mode whole-cluster, a library caller's second solve).
+    Whether Mt-KaHyPar may run is this process's decision (backends.mtkahypar_available)."""
+    return backends.fresh_call("rankmap.mapper.solve", "_other_starts_here", graph, machine, seed,
+                               backends.mtkahypar_available())
 
 
-def _other_starts_child(src: str, dst: str) -> None:
-    with open(src, "rb") as f:
-        graph, machine, seed, mt = pickle.load(f)
+def _other_starts_here(graph: Graph, machine: Machine, seed: int, mt: bool) -> dict:
     from rankmap.mapper.bottomup import bottomup
     from rankmap.mapper.multisection import multisection
     from rankmap.mapper.steiner import steiner_map
@@ -366,8 +347,7 @@ def _other_starts_child(src: str, dst: str) -> None:
         ms = multisection(graph, machine, seed, root)
         if ms is not None:
             out["multisection"] = ms
-    with open(dst, "wb") as f:
-        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return out
 
 
 SPREAD_MAX = 16      # spread_candidates: at most this many ways to place the extra ranks, else the first nodes
