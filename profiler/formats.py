@@ -18,7 +18,9 @@ import csv
 import glob
 import io
 import re
+import tokenize
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +74,9 @@ def detect(path: Path) -> str:
         return "mtx"
     if _looks_like_metis(text):
         return "metis"
-    return "treematch" if _whole_matrix(text) is not None else "amfch"
+    # nothing but rows of numbers is a TreeMatch matrix, square or not (its reader says which
+    # row is wrong); a log's amfch block sits among other lines
+    return "treematch" if _whole_matrix(text) is not None or _number_rows(text) else "amfch"
 
 
 def _dense_csv(path: Path, text: str, first: str) -> bool:
@@ -282,6 +286,15 @@ def _whole_matrix(text: str):
         return None
 
 
+def _number_rows(text: str) -> bool:
+    """Every line (but blanks and # comments) a row of numbers."""
+    try:
+        return all(float(x) is not None for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+                   for x in _fields(ln))
+    except ValueError:
+        return False
+
+
 def _read_treematch(path: Path) -> Traffic:
     text = _read_text(path)
     rows = [(i, _fields(ln)) for i, ln in enumerate(text.splitlines(), 1)
@@ -435,11 +448,28 @@ def _read_mtx(path: Path) -> Traffic:
             if "array" in banner and sizes[0] * sizes[1] > 1 << 28:
                 raise UserError(f"{path}: a dense {sizes[0]} x {sizes[1]} matrix is too large; use the coordinate "
                                 "format")
-    try:         # from the bytes read above: a gzip-compressed file is decompressed already
-        m = scipy.io.mmread(io.BytesIO(validate.read_bytes(path, "traffic file")))
+    data = validate.read_bytes(path, "traffic file")     # a gzip-compressed file comes decompressed
+    body, line = _mtx_body(data)
+    fields = banner.split()
+    validate.number_text(body, str(path), line, whole=len(fields) > 3 and fields[3] in ("integer", "pattern"))
+    try:
+        m = scipy.io.mmread(io.BytesIO(data))
     except (ValueError, OSError, IndexError, TypeError, OverflowError, EOFError) as e:
         raise UserError(f"{path}: not a readable MatrixMarket file ({validate.one_line(e)})") from None
     return Traffic(bytes=_checked(m, path), source=str(path), format="mtx")
+
+
+def _mtx_body(data: bytes) -> tuple[bytes, int]:
+    """The entries of a MatrixMarket file (after its banner, comments and size line) and the
+    number of their first line."""
+    pos, line, sized = 0, 1, False
+    while pos < len(data) and not sized:
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end + 1
+        text = data[pos:end].strip()
+        sized = bool(text) and not text.startswith(b"%")
+        pos, line = end, line + 1
+    return data[pos:], line
 
 
 def _read_npz(path: Path) -> Traffic:
@@ -451,7 +481,7 @@ def _read_npz(path: Path) -> Traffic:
     if head == b"\x93NUMPY":                   # one array saved with numpy.save
         try:
             a = np.load(str(path), allow_pickle=False)
-        except (ValueError, OSError, EOFError) as e:
+        except (ValueError, OSError, EOFError, SyntaxError, tokenize.TokenError) as e:   # a damaged header
             raise UserError(f"{path}: not a readable .npy array ({validate.one_line(e)})") from None
         return Traffic(bytes=_checked(a, path), source=str(path), format="npz")
     if not head.startswith(b"PK"):             # else numpy takes it for a pickle and suggests loading it unsafely
@@ -468,14 +498,18 @@ def _read_npz(path: Path) -> Traffic:
                     if len(m.shape) == 2:          # indices within the shape, indptr in order (scipy checks lazily)
                         m = sp.csr_matrix(m)
                         m.check_format(full_check=True)
-                except (ValueError, KeyError, OSError, TypeError, IndexError) as e:
+                except (ValueError, KeyError, OSError, TypeError, IndexError, zlib.error, NotImplementedError,
+                        RuntimeError) as e:
                     raise UserError(f"{path}: not a readable scipy.sparse .npz file ({validate.one_line(e)})") \
                         from None
                 return Traffic(bytes=_checked(m, path), source=str(path), format="npz")
             arrays = [z[k] for k in names]
     except UserError:
         raise
-    except (ValueError, OSError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
+    except (ValueError, OSError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+            RuntimeError) as e:
+        # a damaged member: zipfile checks CRCs only at the end, zlib fails first; a damaged
+        # header can claim a compression or encryption zipfile does not do
         raise UserError(f"{path}: not a readable .npz file ({validate.one_line(e)})") from None
     for k, a in zip(names, arrays):
         if not isinstance(a, np.ndarray):          # a member that is not a .npy array
