@@ -118,6 +118,12 @@ class Machine:
         L = self.lvl.shape[1]
         diff = self.lvl[sa] != self.lvl[sb]
         first = np.where(diff.any(axis=1), diff.argmax(axis=1), L)
+        return self.levels_above()[first]
+
+    def levels_above(self) -> np.ndarray:
+        """Entry l: the levels of the tree (as tree_levels_up counts them) at or below level
+        index l; entry L (the same core) 0."""
+        L = self.lvl.shape[1]
         above = self.__dict__.get("_levels_above")      # a property of the machine: computed once
         if above is None:
             real = np.ones(L, dtype=np.int64)
@@ -136,7 +142,7 @@ class Machine:
                     real[lv] = 0
             above = np.concatenate([np.cumsum(real[::-1])[::-1], [0]])   # real levels at or below index l
             self.__dict__["_levels_above"] = above
-        return above[first]
+        return above
 
     def one_to_one(self, slot: np.ndarray) -> bool:
         """Whether slot (a slot per rank) puts no two ranks on one slot, every slot one of the

@@ -158,11 +158,19 @@ class Torus:
                     flat.append(np.ravel_multi_index((g, direction) + tuple(other[:, j] for j in
                                                                           reversed(range(len(dims)))), shape))
                     wts.append(w_k)
-                diff = np.bincount(np.concatenate(flat), weights=np.concatenate(wts),
-                                   minlength=int(np.prod(shape))).reshape(shape)
+                flat = np.concatenate(flat)
+                diff = np.bincount(flat, weights=np.concatenate(wts), minlength=int(np.prod(shape))).reshape(shape)
+                # the routes on each link counted too, in integers: the float prefix sums leave
+                # residues of +-1e-8 on links no route takes (counted as used, or negative)
+                runs = np.bincount(flat, weights=np.repeat([1.0, -1.0], len(flat) // 2),
+                                   minlength=int(np.prod(shape))).astype(np.int64).reshape(shape)
                 axis = 2 + (len(dims) - 1 - d)
-                run = np.cumsum(diff, axis=axis)
-                run = np.take(run, np.arange(size), axis=axis) + np.take(run, np.arange(size, 2 * size), axis=axis)
+
+                def fold(a):
+                    a = np.cumsum(a, axis=axis)
+                    return np.take(a, np.arange(size), axis=axis) + np.take(a, np.arange(size, 2 * size), axis=axis)
+                run = fold(diff)
+                run[fold(runs) == 0] = 0.0
                 # back to [group, position (first dimension fastest), dim, direction]
                 loads[:, :, d, :] = run.reshape(ng, 2, -1).transpose(0, 2, 1)
             cur[:, d] = self.coords[nb][:, d]

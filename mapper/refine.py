@@ -14,7 +14,7 @@ from rankmap.profiler import native
 from rankmap.profiler.errors import UserError
 
 P64 = C.POINTER(C.c_int64)
-RM_API = 3           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
+RM_API = 4           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
 PD = C.POINTER(C.c_double)
 
 
@@ -25,6 +25,63 @@ class _Problem(C.Structure):
                 ("hop_cost", C.c_double), ("cand_level", C.c_int32), ("grp_of_slot", P64),
                 ("grp_ptr", P64), ("grp_slots", P64), ("ngroups", C.c_int64),
                 ("nglev", C.c_int32), ("glev", P64), ("gptr", P64), ("gslot", P64)]
+
+
+class _MachineView(C.Structure):
+    _fields_ = [("nlevels", C.c_int32), ("node_level", C.c_int32), ("lvl", P64), ("acc", PD), ("up", P64),
+                ("slot_node", P64), ("ndims", C.c_int32), ("dims", P64), ("wrap", C.POINTER(C.c_uint8)),
+                ("ncoords", P64), ("hop_cost", C.c_double)]
+
+
+class MachineView:
+    """A machine as the metrics' C passes read it (pairmetrics.c): its level rows, costs,
+    nodes, and torus (a torus or mesh network, or none: one switch). None of other networks."""
+
+    def __init__(self, machine: Machine):
+        torus = isinstance(machine.network, Torus)
+        if machine.network is not None and not torus:
+            raise TypeError("internal error: MachineView is for tori, meshes and single switches")
+        L = machine.lvl.shape[1]
+        up = machine.levels_above()
+        self.keep = [np.ascontiguousarray(x, dtype=t) for x, t in (
+            (machine.lvl, np.int64), (machine.acc, np.float64), (up, np.int64), (machine.slot_node, np.int64),
+            (machine.network.dims if torus else [1], np.int64), (machine.network.wrap if torus else [0], np.uint8),
+            (machine.network.coords if torus else np.zeros((1, 1)), np.int64))]
+        lvl, acc, up, node, dims, wrap, coords = self.keep
+        self.v = _MachineView(L, machine.node_level, _p(lvl), _p(acc, PD), _p(up), _p(node),
+                              len(dims) if torus else 0, _p(dims), wrap.ctypes.data_as(C.POINTER(C.c_uint8)),
+                              _p(coords), float(machine.hop_cost))
+        self.torus = torus
+
+
+def pair_metrics(view: MachineView, row: np.ndarray, col: np.ndarray, w: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Over the pairs (row[i], col[i]) of weight w[i] placed by slot: [sum w*D, max w*D, sum
+    w*2*tree levels up, sum w*hops, sum hops, max hops, sum w between nodes]."""
+    row, col, w, slot = _pairs_args(row, col, w, slot)
+    out = np.zeros(7)
+    _lib().rm_pair_metrics(C.byref(view.v), len(row), row.ctypes.data, col.ctypes.data, w.ctypes.data,
+                           slot.ctypes.data, out.ctypes.data)
+    return out
+
+
+def torus_loads(view: MachineView, loads: np.ndarray, row, col, w, slot) -> None:
+    """Adds the directed pairs' bytes to each torus link they cross (loads: positions x ndims
+    x 2, network.Torus.link_loads' layout, contiguous float64)."""
+    row, col, w, slot = _pairs_args(row, col, w, slot)
+    if loads.dtype != np.float64 or not loads.flags.c_contiguous:
+        raise TypeError("internal error: refine.torus_loads adds to a contiguous float64 array")
+    rc = _lib().rm_torus_loads(C.byref(view.v), len(row), row.ctypes.data, col.ctypes.data, w.ctypes.data,
+                               slot.ctypes.data, loads.ctypes.data)
+    if rc == -2:
+        raise MemoryError("torus link loads")
+    if rc != 0:
+        raise TypeError("internal error: refine.torus_loads without a torus")
+
+
+def _pairs_args(row, col, w, slot):
+    # rank ids fit 32 bits (validate.MAX_RANKS = 2^24): scipy's own index arrays, not copied
+    return (np.ascontiguousarray(row, dtype=np.int32), np.ascontiguousarray(col, dtype=np.int32),
+            np.ascontiguousarray(w, dtype=np.float64), np.ascontiguousarray(slot, dtype=np.int64))
 
 
 def _check_layout(lib) -> None:
@@ -65,6 +122,10 @@ def _lib():
     # plain addresses: the thousands of small splits of a big machine feel ctypes' casts
     V = C.c_void_p
     lib.rm_subgraph.argtypes = [V, V, V, V, C.c_int64, V, V, V, V, V]
+    lib.rm_pair_metrics.restype = C.c_int64
+    lib.rm_pair_metrics.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V]
+    lib.rm_torus_loads.restype = C.c_int64
+    lib.rm_torus_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V]
     lib.rm_split_groups.restype = C.c_int64
     lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V, V, C.c_int32]
     return lib

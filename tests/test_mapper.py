@@ -937,7 +937,7 @@ def test_refine_refuses_a_library_built_from_other_sources(tmp_path):
     src.write_text("#include <stdint.h>\nint64_t rm_api(void) { return 1; }\n")
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
     from rankmap.profiler.errors import UserError
-    with pytest.raises(UserError, match="built from other sources .interface 1, this rankmap's is 3.: run `bash "
+    with pytest.raises(UserError, match=f"built from other sources .interface 1, this rankmap's is {refine.RM_API}.: run `bash "
                                         "setup.sh` or `pip install .`"):
         refine._check_layout(ctypes.CDLL(str(so)))
     refine._check_layout(refine._lib())              # the installed one passes

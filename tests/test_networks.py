@@ -160,6 +160,45 @@ def test_torus_link_loads_are_the_walks_routes():
         assert np.allclose(t.link_loads(na, nb, w, grp, 3), walked)
 
 
+def test_torus_link_loads_leave_no_residue_on_unused_links():
+    """The difference arrays' float prefix sums left +-1e-8 on links no route takes: counted
+    in links_used and mean_link_load, and negative loads."""
+    rng = np.random.default_rng(5)
+    t = network.torus_from("5x6", hosts(30), None, wrap=(True, False))
+    na, nb, w = rng.integers(0, 30, 300), rng.integers(0, 30, 300), rng.random(300) * 1e7
+    loads = t.link_loads(na, nb, w)
+    walked = np.zeros_like(loads)
+    for idx, p, d, direction in t.walk(na, nb):
+        np.add.at(walked, (p, d, direction), w[idx])
+    assert ((loads > 0) == (walked > 0)).all() and (loads >= 0).all()
+
+
+@pytest.mark.parametrize("hosts_, topo, kw", [
+    ("n[1-24]", "pack:2 core:4", dict(torus="2x3x4")),
+    ("n[1-24]", "pack:2 core:4", dict(mesh="4x6", hop_cost="50")),
+    ("n[1-12]", "pack:2 numa:2 core:2", dict()),                           # one switch
+    ("n[1-30]", "pack:1 core:3", dict(network="torus:5x6:wrap=10")),
+    ("n[1-16]", "pack:2 core:2", dict(torus="2x2x2x2", oversubscribe=2)),
+    ("n[1-5]", "pack:1 core:1", dict(torus="5")),
+])
+def test_metrics_in_c_are_the_numpy_metrics(hosts_, topo, kw):
+    """On tori, meshes and one switch the report's metrics are one pass in C
+    (refine.pair_metrics, torus_loads); the numpy passes, kept for the other networks, are
+    the reference: every metric and every link's load the same."""
+    import hostlist
+    m = machine.build(hostlist.expand_hostlist(hosts_), [topo], **kw)
+    rng = np.random.default_rng(len(hosts_) + m.nslots)
+    for n in (m.nslots, max(2, m.nslots // 3)):
+        M = sp.random(n, n, density=min(1.0, 8 / n), random_state=int(rng.integers(1 << 30)), format="csr") * 1e6
+        slot = rng.permutation(m.nslots)[:n]
+        c, ref = metrics.evaluate(M, m, slot), metrics.evaluate(M, m, slot, numpy_only=True)
+        assert c.keys() == ref.keys()
+        for k in ref:
+            assert np.allclose(np.asarray(c[k], float), np.asarray(ref[k], float), rtol=1e-12, atol=0), k
+        assert np.allclose(metrics.link_loads(M, m, slot), metrics.link_loads(M, m, slot, numpy_only=True),
+                           rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("net", ["fat-tree:4x4:oversub=2", "dragonfly:4x2x2", "dragonfly:4x2x2:routing=valiant",
                                  "torus:4x2x2"])
 def test_link_loads_without_injection_are_the_network_links(net):

@@ -44,7 +44,7 @@ typedef struct {
 const char *rm_layout(void);
 /* the functions' arguments as of this version: mapper/refine.py (RM_API) refuses a library
  * built from other sources (a stale build would read the arguments it does not expect) */
-#define RM_API 3
+#define RM_API 4
 int64_t rm_api(void);
 /* ranks above which rm_refine expects them numbered by slot (its passes visit blocks of
  * consecutive ranks) */
@@ -58,6 +58,24 @@ int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, doubl
 /* the edges inside and leaving a set of ranks (refine.c: subgraphs) */
 int64_t rm_subgraph(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *rk, int64_t m,
                     int64_t *pos, int64_t *sub_indptr, int64_t *row, int64_t *col, double *w);
+/* the machine as the metrics read it (mapper/metrics.py fills it) */
+typedef struct {
+    int32_t nlevels, node_level;
+    const int64_t *lvl;       /* nslots x nlevels level ids */
+    const double *acc;        /* nlevels + 1: the cost of a pair whose rows first differ at level l */
+    const int64_t *up;        /* nlevels + 1: tree levels up to the common ancestor (Machine.tree_levels_up) */
+    const int64_t *slot_node; /* nslots */
+    int32_t ndims;            /* 0: one switch */
+    const int64_t *dims;
+    const uint8_t *wrap;
+    const int64_t *ncoords; /* nnodes x ndims torus coordinates */
+    double hop_cost;
+} rm_machine_view;
+/* a mapping's metrics over pairs of ranks (pairmetrics.c; mapper/metrics.py) */
+int64_t rm_pair_metrics(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
+                        const double *w, const int64_t *slot, double *out);
+int64_t rm_torus_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
+                       const double *w, const int64_t *slot, double *loads);
 /* D between two slots (the cost's pair term) */
 double rm_dist(const rm_problem *p, int64_t a, int64_t b);
 /* many splits at once (smallsplit.c): group g (ranks[gptr[g]..gptr[g+1]-1]) into k parts
