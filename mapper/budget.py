@@ -4,8 +4,12 @@ and time (announced when it is long, with progress while it runs).
 The figures come from whole `rankmap map` runs at 10^6 ranks (bench/parallel_scale.py,
 docs/mapper.md): peak 1,380 MB for a 3-D stencil (5.9*10^6 nonzeros) and 1,908 MB for 8
 random partners per rank (8*10^6), with or without --parallel (1,296 and 1,893 MB), i.e.
-about 210-220 bytes per nonzero plus the interpreter; and 2-3 x 10^-5 s per nonzero (more
-on a busy host). The estimate takes the high end of both, with some margin."""
+about 210-220 bytes per nonzero plus the interpreter. Time (the whole command, 2026-11-28,
+bench/mapper_scaling.py's graphs on its tori): random traffic 8.5 s at 10^5 ranks and 96 s at
+10^6 (1.1-1.2 x 10^-5 s per nonzero), the 3-D stencil 6.7 s and 35 s (0.6-1.1 x 10^-5; on
+one switch, 2.6*10^5 ranks: 10 s). The estimate takes the high end of both, with some
+margin (the time constants were 2.5-4 x higher before the mapper's speed-ups, and announced
+"about 42 s" for a mapping of 8 s)."""
 from __future__ import annotations
 
 import threading
@@ -18,7 +22,7 @@ BYTES_PER_NONZERO = 250
 BYTES_PER_RANK = 100
 BYTES_PER_SLOT = 120
 BASE_BYTES = 150 << 20
-SECONDS_PER_NONZERO = 5e-5
+SECONDS_PER_NONZERO = 1.2e-5
 SECONDS_PER_RANK = 2e-5
 ANNOUNCE_SECONDS = 15.0
 
