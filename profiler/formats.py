@@ -147,7 +147,7 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
     detected = fmt == "auto"
     if fmt == "auto":
         fmt = detect(path)
-    reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "smpi": lambda: _read_smpi(path, collectives),
+    reader = {"profile": lambda: _read_profile(path, collectives, allow_partial), "smpi": lambda: _read_smpi(path, collectives, allow_partial),
               "mpip": lambda: _read_mpip(path),
               "csv": lambda: _read_csv(path), "treematch": lambda: _read_treematch(path),
               "amfch": lambda: _read_amfch(path, detected), "ompi": lambda: _read_ompi(path), "mtx": lambda: _read_mtx(path),
@@ -186,9 +186,9 @@ def _read_profile(path: Path, model: str, allow_partial: bool) -> Traffic:
                    format=f"profile (collectives: {model})", placement=placement, notes=notes)
 
 
-def _read_smpi(path: Path, model: str) -> Traffic:
+def _read_smpi(path: Path, model: str, allow_partial: bool = False) -> Traffic:
     from rankmap.profiler.smpi_trace import read_trace
-    return read_trace(path, model)
+    return read_trace(path, model, allow_partial)
 
 
 def _triplets(path: Path, rows, ncol: int, what: str):

@@ -114,7 +114,17 @@ def _size(dt: bytes | None, unknown: list) -> int:
     return s
 
 
-def read_trace(path: Path, model: str = "auto") -> Traffic:
+_LAST_LINE = re.compile(rb"([^\n]*\S[^\n]*)\s*\Z")
+
+
+def _finished(text: bytes, rank: int) -> bool:
+    """The rank file ends as SMPI ends every rank's: `<rank> finalize` (MPI_Finalize). A file
+    without it was cut short: the rank died, the run was killed, or the file was truncated."""
+    m = _LAST_LINE.search(text[-4096:])
+    return m is not None and m.group(1).split() == [str(rank).encode(), b"finalize"]
+
+
+def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> Traffic:
     from rankmap.profiler.collectives import expand, parse_model
     from rankmap.profiler.rundir import Collective
     files = rank_files(path)
@@ -132,12 +142,17 @@ def read_trace(path: Path, model: str = "auto") -> Traffic:
         if nbytes > validate.MAX_PAIR_BYTES:
             raise UserError(f"{f}:{line_of(text, m.start())}: {nbytes} bytes in one call is more than 2^64")
 
+    cut = []
     for r, f in enumerate(files):
         text = validate.read_bytes(f, "SMPI trace file")
         bad = _NOT_A_LINE.search(text)
         if bad is not None:
             raise UserError(f"{f}:{line_of(text, bad.start())}: not a trace line ('<rank> <action> ...'): "
                             f"{validate.show(bad.group(0)[:60].decode(errors='replace'))}")
+        other = re.search(rb"^(?!" + str(r).encode() + rb"[ \t])\d+[ \t]", text, re.M)
+        if other is not None:     # a line of another rank: files mixed up or spliced
+            raise UserError(f"{f}:{line_of(text, other.start())}: a line of rank "
+                            f"{other.group(0).decode().strip()} in the file of rank {r}")
         for m in _ANY_SEND.finditer(text):
             line = m.group(0).rstrip(b"\r")
             p = _P2P.fullmatch(line)
@@ -181,6 +196,12 @@ def read_trace(path: Path, model: str = "auto") -> Traffic:
             key = (op_name, root, max(0, int(nbytes)).bit_length())
             coll[key][0] += 1
             coll[key][1] += int(nbytes)
+        if not _finished(text, r):      # after its lines: a line that cannot be read is named first
+            if not allow_partial:
+                raise UserError(f"{f}: rank {r}'s trace ends without '{r} finalize': it was cut short (the rank "
+                                "died, the run was killed, or the file was truncated); its traffic would be "
+                                "incomplete (--allow-partial uses it anyway)")
+            cut.append(r)
     B = sp.coo_matrix((np.asarray(byts, dtype=np.float64), (np.asarray(rows, dtype=np.int64),
                                                              np.asarray(cols, dtype=np.int64))), shape=(n, n)).tocsr()
     M = sp.coo_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
@@ -193,6 +214,9 @@ def read_trace(path: Path, model: str = "auto") -> Traffic:
     name, k = parse_model(model)
     cb, cm, _ = expand(table, n, name, k)
     notes = []
+    if cut:
+        notes.append(f"partial trace: {len(cut)} rank file(s) end without finalize (ranks "
+                     f"{', '.join(map(str, cut[:10]))}{', ...' if len(cut) > 10 else ''}); their traffic up to there")
     if unknown:
         notes.append(f"{len(unknown)} trace line(s) use a derived datatype: their elements counted as 1 byte")
     if starts:

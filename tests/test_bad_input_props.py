@@ -339,8 +339,8 @@ SMPI_LINES = [["0", "send", "1", "0", "1000", "0"], ["0", "isend", "1", "0", "8"
 def test_smpi_trace_reader(lines1, lines2):
     with scratch() as d:
         (d / "t_files").mkdir()
-        (d / "t_files" / "rank-1.txt").write_text("0 init\n" + "\n".join(" ".join(r) for r in lines1) + "\n")
-        (d / "t_files" / "rank-2.txt").write_text("1 init\n" + "\n".join(lines2) + "\n")
+        (d / "t_files" / "rank-1.txt").write_text("0 init\n" + "".join(" ".join(r) + "\n" for r in lines1) + "0 finalize\n")
+        (d / "t_files" / "rank-2.txt").write_text("1 init\n" + "".join(ln + "\n" for ln in lines2) + "1 finalize\n")
         (d / "trace.ti").write_text("t_files/rank-1.txt\nt_files/rank-2.txt\n")
         t = clean(read_traffic, d / "trace.ti", "smpi")
         if t is not None:

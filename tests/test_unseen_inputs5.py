@@ -93,3 +93,41 @@ def test_rows_of_numbers_that_are_not_square_name_the_row(tmp_path, text, line):
     f.write_text(text)
     res = run_cli("convert", f, tmp_path / "m.csv")
     one_error_line(res, f"m.txt:{line}: row has")
+
+
+def _trace(tmp_path, ranks: dict) -> object:
+    d = tmp_path / "tr"
+    (d / "tr.ti_files").mkdir(parents=True)
+    for r, text in ranks.items():
+        (d / "tr.ti_files" / f"17_rank-{r + 1}.txt").write_text(text)
+    (d / "tr.ti").write_text("".join(f"tr.ti_files/17_rank-{r + 1}.txt\n" for r in ranks))
+    return d / "tr.ti"
+
+
+RING = {r: f"{r} init\n{r} compute 0.5\n{r} send {(r + 1) % 3} 0 100 2\n{r} recv {(r - 1) % 3} 0 100 2\n"
+           f"{r} allreduce 1 0 1\n{r} finalize\n" for r in range(3)}
+
+
+def test_smpi_trace_cut_short_is_refused_or_read_as_partial(tmp_path):
+    """SMPI ends every rank's file with `<rank> finalize`; a file cut before it (the rank died,
+    the run was killed, a copy truncated) was read as if whole: that rank's later sends lost."""
+    ranks = dict(RING)
+    ranks[1] = "".join(ranks[1].splitlines(True)[:2])          # rank 1 stops before its send
+    index = _trace(tmp_path, ranks)
+    one_error_line(run_cli("convert", index, tmp_path / "t.csv"), "rank-2.txt: rank 1's trace ends without "
+                                                                   "'1 finalize'")
+    res = run_cli("map", index, "--nodes", "n1", "--node-topology", "pack:1 core:3", "--out", tmp_path / "m",
+                  "--allow-partial", "--collectives", "none")
+    assert res.returncode == 0, res.stderr
+    assert "partial trace: 1 rank file(s) end without finalize (ranks 1)" in res.stdout
+    whole = run_cli("convert", _trace(tmp_path / "w", RING), tmp_path / "w.csv")
+    assert whole.returncode == 0, whole.stderr
+
+
+def test_smpi_trace_line_of_another_rank_is_refused(tmp_path):
+    """Every line of rank r's file starts with r; a line of another rank (files spliced or
+    mixed up) was counted as rank r's send."""
+    ranks = dict(RING)
+    ranks[2] = ranks[2].replace("2 compute 0.5\n", "2 compute 0.5\n0 send 1 0 999 2\n")
+    one_error_line(run_cli("convert", _trace(tmp_path, ranks), tmp_path / "t.csv"),
+                   "rank-3.txt:3: a line of rank 0 in the file of rank 2")
