@@ -73,6 +73,18 @@ class Pairs:
         self.undirected = sp.triu(symmetric(self.directed), k=1).tocoo()
 
 
+def _slots_for_c(slot, machine: Machine, n: int) -> np.ndarray:
+    """The slots as the C passes read them, bounds checked first (numpy would raise on a slot
+    outside the machine; C would read outside its arrays)."""
+    s = np.asarray(slot, dtype=np.int64)
+    if s.ndim != 1 or len(s) != n:
+        raise UserError(f"the mapping has {len(s) if s.ndim == 1 else s.shape} ranks, the traffic has {n}")
+    if n and (int(s.min()) < 0 or int(s.max()) >= machine.nslots):
+        bad = int(np.flatnonzero((s < 0) | (s >= machine.nslots))[0])
+        raise UserError(f"rank {bad}: slot {s[bad]} is not a slot of the machine (0..{machine.nslots - 1})")
+    return s
+
+
 def _view(machine: Machine, numpy_only: bool = False) -> "refine.MachineView | None":
     """The machine for the C passes (its arrays, not copied: cheap to make per call; not kept
     on the machine, which is pickled for fresh interpreters), or None where they do not apply."""
@@ -88,7 +100,7 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray, numpy_only: b
     view = _view(machine, numpy_only)
     if view is not None and view.torus:
         loads = np.zeros(machine.network.positions * len(machine.network.dims) * 2)
-        refine.torus_loads(view, loads, c.row, c.col, c.data, np.asarray(slot, dtype=np.int64))
+        refine.torus_loads(view, loads, c.row, c.col, c.data, _slots_for_c(slot, machine, c.shape[0]))
         return loads
     total = None
     for part in _chunks(c.nnz):
@@ -137,7 +149,7 @@ def evaluate(M: sp.spmatrix | Pairs, machine: Machine, slot: np.ndarray, numpy_o
     view = _view(machine, numpy_only)
     if view is not None:
         sum_com, max_com, tree_hb, net_hb, d_sum, d_max, inter_w = \
-            refine.pair_metrics(view, W.row, W.col, W.data, np.asarray(slot, dtype=np.int64)).tolist()
+            refine.pair_metrics(view, W.row, W.col, W.data, _slots_for_c(slot, machine, W.shape[0])).tolist()
         d_sum, d_max = int(d_sum), int(d_max)
     for part in _chunks(W.nnz if view is None else 0):
         sa, sb, w = slot[W.row[part]], slot[W.col[part]], W.data[part]

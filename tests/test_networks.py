@@ -233,3 +233,16 @@ def test_machine_json_keeps_no_default_torus_coordinates():
     mm = mspec.build(moved)
     kept = mspec.frozen(moved, mm, compact=True)
     assert kept["coords"] is not None and (mspec.build(kept).network.coords == mm.network.coords).all()
+
+
+def test_metrics_refuse_slots_outside_the_machine_before_c_reads_them():
+    """The C passes read the machine's arrays at each rank's slot: a slot outside the machine
+    is refused first (numpy raised IndexError; C would have read outside its arrays)."""
+    m = machine.build(hosts(4), ["pack:1 core:2"], torus="4")
+    M = sp.csr_matrix(np.ones((4, 4)))
+    for slot, fragment in [([0, 1, 2, 8], "slot 8 is not a slot"), ([-1, 0, 1, 2], "slot -1 is not a slot"),
+                           ([0, 1, 2], "has 3 ranks, the traffic has 4")]:
+        with pytest.raises(UserError, match=fragment):
+            metrics.evaluate(M, m, np.array(slot))
+        with pytest.raises(UserError, match=fragment):
+            metrics.link_loads(M, m, np.array(slot))
