@@ -322,7 +322,36 @@ def write(p: Platform, out, force: bool = False) -> Path:
         for v in VARIANTS:
             (tmp / v).write_text(platform_xml(p, v))
         (tmp / "machine.json").write_text(json.dumps(machine_spec(p), indent=2, allow_nan=False) + "\n")
+        (tmp / SUMS).write_text("".join(f"{_sha256(tmp / f)}  {f}\n" for f in (*VARIANTS, "machine.json")))
     return outputs.write_dir(target, fill)
+
+
+# The speeds are in two places: platform*.xml (what SimGrid simulates) and machine.json (what
+# predict and the mapper's network model read). A hand edit of one (a weaker link in the XML)
+# would make them disagree without a word; the files' sums (`sha256sum -c` reads them) say so.
+SUMS = "platform.sha256"
+
+
+def _sha256(f: Path) -> str:
+    import hashlib
+    return hashlib.sha256(f.read_bytes()).hexdigest()
+
+
+def _check_sums(d: Path) -> None:
+    sums = d / SUMS
+    if not sums.is_file():
+        return                       # written before the sums were: nothing to compare
+    from rankmap.profiler import validate
+    for ln in validate.read_text(sums, "platform checksums").splitlines():
+        parts = ln.split(None, 1)
+        if len(parts) != 2 or parts[1].strip() not in (*VARIANTS, "machine.json"):
+            continue
+        f = d / parts[1].strip()
+        if f.is_file() and _sha256(f) != parts[0].lower():
+            raise UserError(f"{f}: changed since `rankmap platform` wrote it, so the speeds SimGrid simulates "
+                            "(platform*.xml) and those predict and the mapper read (machine.json) may differ; "
+                            "write the platform again with the speeds wanted (rankmap platform --link-bw ..., "
+                            f"--network-scale ...), or delete {SUMS} to use the files as they are")
 
 
 def load(path: str | Path) -> tuple[Platform, Path]:
@@ -346,6 +375,7 @@ def load(path: str | Path) -> tuple[Platform, Path]:
     sg = dict(spec["simgrid"])
     if not (d / "platform.xml").exists():
         raise UserError(f"{d}: platform.xml is missing")
+    _check_sums(d)
     return Platform.from_section(sg, str(mj)), d
 
 

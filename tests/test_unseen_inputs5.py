@@ -131,3 +131,21 @@ def test_smpi_trace_line_of_another_rank_is_refused(tmp_path):
     ranks[2] = ranks[2].replace("2 compute 0.5\n", "2 compute 0.5\n0 send 1 0 999 2\n")
     one_error_line(run_cli("convert", _trace(tmp_path, ranks), tmp_path / "t.csv"),
                    "rank-3.txt:3: a line of rank 0 in the file of rank 2")
+
+
+def test_platform_edited_by_hand_is_named(tmp_path):
+    """The speeds of a platform directory are in platform*.xml (SimGrid) and in machine.json
+    (predict, the mapper's network model). A link made slower in the XML alone was simulated
+    by SimGrid and ignored by predict, without a word; the files' sums now say so."""
+    plat = tmp_path / "plat"
+    assert run_cli("platform", "desmos", "--out", plat).returncode == 0
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 16},{100000 * (i + 1)}\n" for i in range(16)))
+    assert run_cli("map", t, "--machine", plat, "--out", tmp_path / "m").returncode == 0
+    assert run_cli("predict", t, tmp_path / "m", "--platform", plat).returncode == 0
+    xml = plat / "platform.xml"
+    xml.write_text(xml.read_text().replace('bw="6GBps"', 'bw="1GBps"'))
+    one_error_line(run_cli("predict", t, tmp_path / "m", "--platform", plat),
+                   "platform.xml: changed since `rankmap platform` wrote it")
+    (plat / "platform.sha256").unlink()             # the documented way to use the files as they are
+    assert run_cli("predict", t, tmp_path / "m", "--platform", plat).returncode == 0

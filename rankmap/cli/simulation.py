@@ -75,7 +75,7 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
 
 @click.command()
 @click.argument("name", required=False)
-@click.option("--out", required=True, metavar="DIR", help="Directory for platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json.")
+@click.option("--out", required=True, metavar="DIR", help="Directory for platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json, platform.sha256.")
 @click.option("--torus", metavar="DIMS", callback=_dims("torus"),
               help="A torus of this shape instead of the named platform's network.")
 @click.option("--fat-tree", "fat_tree", metavar="SPEC", help="A SimGrid fat tree, e.g. '2;8,4;1,2;1,1'.")
@@ -115,7 +115,7 @@ def platform(name, out, torus, fat_tree, dragonfly, cores, link_bw, link_lat, lo
     p = replace(p, **changes)
     d = plat.write(p, target, force)
     console.print(plat.describe(p))
-    console.print(f"written: {d}/{{platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json}}")
+    console.print(f"written: {d}/{{platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json, platform.sha256}}")
 
 
 @click.command()
