@@ -35,6 +35,7 @@
 #define BIG_GROUPS 1024
 #define BIG_RANKS 500000
 #define PASSES 16    /* descent passes at most (each a full scan; they stop when none gains) */
+#define ROW_AHEAD 4  /* rows ahead whose partners' reads the group's extraction prefetches */
 
 static uint64_t mix(uint64_t x) /* splitmix64: a seed per group and start */
 {
@@ -461,6 +462,16 @@ int64_t rm_split_groups(const int64_t *indptr, const int64_t *indices, const dou
         int64_t next = 0;
         s.ptr[0] = 0;
         for (int64_t q = 0; q < m; q++) {
+            /* the partners' pos and where are scattered reads (a random graph's: one miss
+             * each): asked for ROW_AHEAD rows ahead, their index rows twice as far */
+            if (q + 2 * ROW_AHEAD < m)
+                __builtin_prefetch(indices + indptr[rk[q + 2 * ROW_AHEAD]]);
+            if (q + ROW_AHEAD < m)
+                for (int64_t e = indptr[rk[q + ROW_AHEAD]]; e < indptr[rk[q + ROW_AHEAD] + 1]; e++) {
+                    __builtin_prefetch(pos + indices[e]);
+                    if (orienting)
+                        __builtin_prefetch(where + indices[e]);
+                }
             for (int64_t e = indptr[rk[q]]; e < indptr[rk[q] + 1]; e++) {
                 int64_t c = indices[e], l = pos[c];
                 if (l >= 0)
