@@ -11,6 +11,12 @@ the mapping's CPU time (it runs on one core), so that other jobs on a shared mac
 inflate it; the wall time is printed beside it.
 
     .venv/bin/python bench/mapper_scaling.py [--sizes 1000,10000,100000,1000000] [--graphs stencil,random] [--metis-floor]
+
+--command: the whole `rankmap map` command instead, as a user runs it (the graph saved as
+.npz, then read, mapped, scored for the report against block, cyclic and random, and the
+mapping's files written), its wall time, CPU and peak memory from the child's rusage:
+
+    .venv/bin/python bench/mapper_scaling.py --command --sizes 100000,1000000
 """
 from __future__ import annotations
 
@@ -96,6 +102,37 @@ def one(kind: str, p: int) -> dict:
             "cost_vs_block": res.cost / res.defaults["block"], "chosen": res.chosen}
 
 
+def whole_command(kind: str, p: int) -> dict:
+    """`rankmap map` on the graph (saved as .npz in a scratch directory) and the scaling
+    machine, in a child process: its wall time, CPU (user + system) and peak memory."""
+    import resource
+    import tempfile
+    import time
+    import scipy.sparse as sp
+    sys.path.insert(0, str(ROOT))
+    M = stencil(p) if kind == "stencil" else random_graph(p)
+    m, dims = scaling_machine(p)
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / f"{kind}-{p}.npz"
+        sp.save_npz(f, sp.csr_matrix(M))
+        cmd = [sys.executable, "-m", "rankmap.cli", "map", str(f), "--nodes", f"n[0-{m.nnodes - 1}]",
+               "--node-topology", "pack:2 core:16", "--torus", "x".join(map(str, dims)), "--out",
+               str(Path(tmp) / "out"), "--json"]
+        del M
+        t0 = time.monotonic()
+        res = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        wall = time.monotonic() - t0
+        if res.returncode:
+            raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else str(res.returncode))
+        rep = json.loads(res.stdout)
+    # this process is the benchmark's child: its children are the command (and the fresh
+    # interpreters the command may start), nothing else
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"kind": kind, "ranks": p, "torus": "x".join(map(str, dims)), "wall": wall,
+            "cpu": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024, "solve": rep["search_seconds"],
+            "cost_vs_block": rep["cost"] / rep["defaults"]["block"]}
+
+
 def metis_alone(kind: str, p: int) -> dict:
     """Runs in the child process: the peak memory of one METIS bisection of the whole graph
     (the mapper's top split, the same call as mapper/backends.py), above the graph itself."""
@@ -118,6 +155,9 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         print(json.dumps(one(sys.argv[2], int(sys.argv[3]))))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-command":
+        print(json.dumps(whole_command(sys.argv[2], int(sys.argv[3]))))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--child-metis":
         print(json.dumps(metis_alone(sys.argv[2], int(sys.argv[3]))))
         return
@@ -127,7 +167,11 @@ def main():
     ap.add_argument("--metis-floor", action="store_true",
                     help="also measure, in a separate process, the memory one METIS bisection of the whole graph "
                          "takes above the graph (the part of the peak the mapper does not control)")
+    ap.add_argument("--command", action="store_true",
+                    help="time the whole `rankmap map` command (read, map, report, files) instead of `solve`")
     args = ap.parse_args()
+    if args.command:
+        return command_table(args)
     print(f"{'graph':8} {'ranks':>8} {'nnz':>9} {'torus':>9} {'CPU s':>8} {'wall s':>8} {'target':>7} {'peak MB':>8} "
           f"{'target':>7} {'B/nnz':>6} {'cost/block':>10}")
     ok = True
@@ -154,6 +198,20 @@ def main():
                   f"{r['peak_mb'] * 2**20 / r['nnz']:6.0f} {r['cost_vs_block']:10.3f} {'ok' if good else 'MISSED'}{floor}",
                   flush=True)
     sys.exit(0 if ok else 1)
+
+
+def command_table(args) -> None:
+    print(f"{'graph':8} {'ranks':>8} {'torus':>9} {'wall s':>8} {'CPU s':>8} {'solve s':>8} {'peak MB':>8} {'cost/block':>10}")
+    for kind in args.graphs.split(","):
+        for p in (int(x) for x in args.sizes.split(",")):
+            out = subprocess.run([sys.executable, __file__, "--child-command", kind, str(p)], capture_output=True,
+                                 text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            if out.returncode != 0:
+                print(f"{kind:8} {p:8d} failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"{kind:8} {p:8d} {r['torus']:>9} {r['wall']:8.2f} {r['cpu']:8.2f} {r['solve']:8.2f} "
+                  f"{r['peak_mb']:8.0f} {r['cost_vs_block']:10.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ hour to hour: only runs interleaved like this compare). Prints every run's CPU s
 each library's cost / block. Build the old library from another commit with:
 
     git worktree add /tmp/old OLD_COMMIT
-    gcc -O3 -fPIC -shared -o /tmp/old.so /tmp/old/csrc/refine/refine.c /tmp/old/csrc/refine/smallsplit.c -lm
+    gcc -O3 -fPIC -shared -o /tmp/old.so /tmp/old/csrc/refine/refine.c /tmp/old/csrc/refine/smallsplit.c \
+        /tmp/old/csrc/refine/pairmetrics.c -lm      # (pairmetrics.c: from RM_API 4)
     .venv/bin/python bench/refine_lib_ab.py --libs /tmp/old.so,installed --sizes 100000 --reps 4
 
 `installed` is the library this checkout's install uses. Both must have this checkout's
