@@ -73,18 +73,6 @@ class Pairs:
         self.undirected = sp.triu(symmetric(self.directed), k=1).tocoo()
 
 
-def _slots_for_c(slot, machine: Machine, n: int) -> np.ndarray:
-    """The slots as the C passes read them, bounds checked first (numpy would raise on a slot
-    outside the machine; C would read outside its arrays)."""
-    s = np.asarray(slot, dtype=np.int64)
-    if s.ndim != 1 or len(s) != n:
-        raise UserError(f"the mapping has {len(s) if s.ndim == 1 else s.shape} ranks, the traffic has {n}")
-    if n and (int(s.min()) < 0 or int(s.max()) >= machine.nslots):
-        bad = int(np.flatnonzero((s < 0) | (s >= machine.nslots))[0])
-        raise UserError(f"rank {bad}: slot {s[bad]} is not a slot of the machine (0..{machine.nslots - 1})")
-    return s
-
-
 def _view(machine: Machine, numpy_only: bool = False) -> "refine.MachineView | None":
     """The machine for the C passes (its arrays, not copied: cheap to make per call; not kept
     on the machine, which is pickled for fresh interpreters), or None where they do not apply."""
@@ -100,7 +88,7 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray, numpy_only: b
     view = _view(machine, numpy_only)
     if view is not None and view.torus:
         loads = np.zeros(machine.network.positions * len(machine.network.dims) * 2)
-        refine.torus_loads(view, loads, c.row, c.col, c.data, _slots_for_c(slot, machine, c.shape[0]))
+        refine.torus_loads(view, loads, c.row, c.col, c.data, _in_machine(slot, machine, c.shape[0]))
         return loads
     total = None
     for part in _chunks(c.nnz):
@@ -116,6 +104,19 @@ def placement(slot_of_rank, machine: Machine, n: int | None = None) -> np.ndarra
     """A mapping a caller gives (a list or array of slots, one per rank), checked: n ranks
     (when n is given), every slot one of the machine's, no slot taken twice (a core takes
     several ranks only through --oversubscribe, as several slots)."""
+    s = _in_machine(slot_of_rank, machine, n)
+    order = np.argsort(s, kind="stable")
+    same = np.flatnonzero(s[order][1:] == s[order][:-1])
+    if len(same):
+        a, b = sorted(order[same[0]:same[0] + 2])
+        raise UserError(f"ranks {a} and {b} both take slot {s[a]} (one rank per slot; --oversubscribe gives a core "
+                        "several slots)")
+    return s
+
+
+def _in_machine(slot_of_rank, machine: Machine, n: int | None = None) -> np.ndarray:
+    """The slots as int64, checked: n ranks (when n is given), every slot one of the
+    machine's (the C passes read the machine's arrays at each slot: checked before)."""
     try:
         s = np.asarray(slot_of_rank)
     except (ValueError, TypeError):
@@ -128,12 +129,6 @@ def placement(slot_of_rank, machine: Machine, n: int | None = None) -> np.ndarra
     bad = np.flatnonzero((s < 0) | (s >= machine.nslots))
     if len(bad):
         raise UserError(f"rank {bad[0]}: slot {s[bad[0]]} is not a slot of the machine (0..{machine.nslots - 1})")
-    order = np.argsort(s, kind="stable")
-    same = np.flatnonzero(s[order][1:] == s[order][:-1])
-    if len(same):
-        a, b = sorted(order[same[0]:same[0] + 2])
-        raise UserError(f"ranks {a} and {b} both take slot {s[a]} (one rank per slot; --oversubscribe gives a core "
-                        "several slots)")
     return s
 
 
@@ -149,7 +144,7 @@ def evaluate(M: sp.spmatrix | Pairs, machine: Machine, slot: np.ndarray, numpy_o
     view = _view(machine, numpy_only)
     if view is not None:
         sum_com, max_com, tree_hb, net_hb, d_sum, d_max, inter_w = \
-            refine.pair_metrics(view, W.row, W.col, W.data, _slots_for_c(slot, machine, W.shape[0])).tolist()
+            refine.pair_metrics(view, W.row, W.col, W.data, _in_machine(slot, machine, W.shape[0])).tolist()
         d_sum, d_max = int(d_sum), int(d_max)
     for part in _chunks(W.nnz if view is None else 0):
         sa, sb, w = slot[W.row[part]], slot[W.col[part]], W.data[part]
