@@ -14,7 +14,7 @@ from rankmap.profiler import native
 from rankmap.profiler.errors import UserError
 
 P64 = C.POINTER(C.c_int64)
-RM_API = 4           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
+RM_API = 5           # csrc/refine/refine.h RM_API: the C functions' arguments as this module passes them
 PD = C.POINTER(C.c_double)
 
 
@@ -24,7 +24,7 @@ class _Problem(C.Structure):
                 ("ndims", C.c_int32), ("dims", P64), ("wrap", C.POINTER(C.c_uint8)), ("coords", P64),
                 ("hop_cost", C.c_double), ("cand_level", C.c_int32), ("grp_of_slot", P64),
                 ("grp_ptr", P64), ("grp_slots", P64), ("ngroups", C.c_int64),
-                ("nglev", C.c_int32), ("glev", P64), ("gptr", P64), ("gslot", P64)]
+                ("nglev", C.c_int32), ("glev", P64), ("gptr", P64), ("gslot", P64), ("gsig", P64)]
 
 
 class _MachineView(C.Structure):
@@ -196,6 +196,39 @@ def groups(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, np.diff(starts)
 
 
+# the C subtree exchanges look at levels of at most this many groups (refine.c)
+MAX_GROUPS_FOR_EXCHANGE = 128
+_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
+                dtype=np.uint64)
+
+
+def group_shapes(machine: Machine, lv: int, order: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per group of level lv (slots `order`, `counts` each): a signature >= 0 equal for
+    groups whose exchange changes only their traffic with the other groups (refine.c's
+    screened subtree exchanges): each group sits under its own ancestors, is as far from
+    every slot of another group, and has the same inner shape, read as its slots' level ids
+    below lv relative to its first slot's (a sufficient test: groups it misses are scored in
+    full). -1 where that does not hold."""
+    G = len(counts)
+    none = np.full(G, -1, dtype=np.int64)
+    lvl = machine.lvl
+    L = lvl.shape[1]
+    if not 2 <= G <= MAX_GROUPS_FOR_EXCHANGE or (isinstance(machine.network, Torus) and lv < machine.node_level):
+        return none            # torus hops between the nodes of one group: distances not the group's
+    first = np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    rows = lvl[order]
+    if (rows[:, :lv + 1] != rows[first, :lv + 1]).any():
+        return none            # a level's ids not nested under the one above
+    rel = (rows[:, lv + 1:] - rows[first, lv + 1:]).astype(np.uint64)
+    pos = (np.arange(len(order)) - first).astype(np.uint64)
+    h = pos * _MIX[0] + np.uint64(1)
+    for c in range(rel.shape[1]):
+        h = (h ^ rel[:, c]) * _MIX[1 + c % 3]
+        h ^= h >> np.uint64(29)
+    sig = np.add.reduceat(h, np.concatenate([[0], np.cumsum(counts)[:-1]])) ^ counts.astype(np.uint64) * _MIX[3]
+    return (sig >> np.uint64(2)).astype(np.int64)
+
+
 class Problem:
     """Graph + machine in the layout the C code reads (the arrays stay alive with it)."""
 
@@ -222,19 +255,21 @@ class Problem:
         ptr = arr(np.concatenate([[0], np.cumsum(counts)]))
         gslots = arr(order)
         # the groups of every level above the cores, for subtree exchanges
-        glev, gptr, gslot = [0], [0], []
+        glev, gptr, gslot, gsig = [0], [0], [], []
         for lv in range(machine.lvl.shape[1] - 1):
             order, counts = groups(machine.lvl[:, lv])
             gslot.append(order)
             gptr.extend((gptr[-1] + np.cumsum(counts)).tolist())
             glev.append(glev[-1] + len(counts))
+            gsig.append(group_shapes(machine, lv, order, counts))
         glev, gptr = arr(glev), arr(gptr)
         gslot = arr(np.concatenate(gslot) if gslot else [0])
+        gsig = arr(np.concatenate(gsig) if gsig else [-1])
         self.s = _Problem(graph.n, _p(xadj), _p(adj), _p(w, PD), machine.nslots, machine.lvl.shape[1],
                           machine.node_level, _p(lvl), _p(acc, PD), len(dims) if torus else 0, _p(dims),
                           wrap.ctypes.data_as(C.POINTER(C.c_uint8)), _p(coords),
                           float(machine.hop_cost), cand, _p(grp), _p(ptr), _p(gslots),
-                          len(ptr) - 1, len(glev) - 1, _p(glev), _p(gptr), _p(gslot))
+                          len(ptr) - 1, len(glev) - 1, _p(glev), _p(gptr), _p(gslot), _p(gsig))
 
     def cost(self, slot_of_rank: np.ndarray) -> float:
         s = np.ascontiguousarray(slot_of_rank, dtype=np.int64)

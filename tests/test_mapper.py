@@ -485,6 +485,48 @@ def test_refine_renumbers_big_graphs_by_slot():
     assert c1 < prob.cost(start) and prob.cost(s1) == pytest.approx(c1, rel=1e-9)
 
 
+def _unscreened(monkeypatch):
+    """Problems built after this score every subtree exchange in full (refine.c's old way)."""
+    from rankmap.mapper import refine
+    monkeypatch.setattr(refine, "group_shapes", lambda m, lv, order, counts: np.full(len(counts), -1, np.int64))
+
+
+@pytest.mark.parametrize("build", [
+    lambda: machine.build([f"n{i}" for i in range(96)], ["pack:2 core:4"], network="fat-tree:4x24:oversub=2"),
+    lambda: machine.build([f"n{i}" for i in range(48)], ["pack:2 core:4"], network="dragonfly:4x4x3"),
+    lambda: machine.build([f"n{i}" for i in range(64)], ["pack:2 core:4"], torus="4x4x4"),
+    # unequal nodes under switches: groups of one size but other shapes are scored in full
+    lambda: machine.build([f"n{i}" for i in range(32)], [f"n{i}=" + ("pack:2 core:4", "pack:1 core:8")[i % 2] for i in range(32)],
+                          switches="4x8"),
+])
+def test_refine_screened_subtree_exchanges_decide_as_the_full_score(build, monkeypatch):
+    """Subtree exchanges of alike groups are screened on the level's group-to-group traffic
+    (O(groups) a pair instead of every edge of both): the same moves, so the same mapping to
+    the bit, from a start that leaves whole groups misplaced."""
+    m = build()
+    n = m.nslots - 5
+    g, rng = _random_graph(n, 3, 1000, 11)
+    W = g.W + sp.csr_matrix((np.full(n - 1, 5e4), (np.arange(n - 1), np.arange(1, n))), shape=(n, n))
+    g = from_traffic(Traffic(bytes=W, source="t", format="synthetic"))
+    start = rng.permutation(m.nslots)[:n]
+    screened = Problem(g, m).refine(start, 3)
+    _unscreened(monkeypatch)
+    full = Problem(g, m).refine(start, 3)
+    assert (screened[0] == full[0]).all() and screened[1] == full[1]
+
+
+def test_group_shapes():
+    """Alike groups share a signature, groups of other shapes do not."""
+    from rankmap.mapper.refine import group_shapes, groups
+    m = machine.build([f"n{i}" for i in range(8)], [f"n{i}=" + ("pack:2 core:4", "pack:1 core:8")[i % 2] for i in range(8)],
+                      switches="2x4")
+    sig = [group_shapes(m, lv, *groups(m.lvl[:, lv])) for lv in range(m.lvl.shape[1] - 1)]
+    assert len(set(sig[0])) == 1 and (sig[0] >= 0).all()          # the two switches: alike
+    assert len(set(sig[1][0::2])) == 1 and sig[1][0] != sig[1][1]  # nodes: two shapes
+    t = machine.build([f"n{i}" for i in range(8)], ["pack:2 core:4"], torus="2x2x2")
+    assert (group_shapes(t, 0, *groups(t.lvl[:, 0])) >= 0).all()   # the torus's nodes themselves
+
+
 def _eager_torus_split(m, nodes, by_node):
     """The recursive bisection Machine._torus_split did before it was laid out lazily."""
     if len(nodes) == 1:

@@ -33,7 +33,11 @@
     X(int32_t, nglev)                                                                                 \
     X(const int64_t *, glev)                                                                          \
     X(const int64_t *, gptr)                                                                          \
-    X(const int64_t *, gslot)
+    X(const int64_t *, gslot)                                                                         \
+    /* per group of glev: groups of one level with the same gsig >= 0 have the same inner shape \
+     * and every slot of one is as far from every slot of another (their exchange changes only \
+     * their traffic with the other groups); -1: not known, exchanges are scored in full */       \
+    X(const int64_t *, gsig)
 
 #define RM_DECLARE_FIELD(type, name) type name;
 typedef struct {
@@ -44,7 +48,7 @@ typedef struct {
 const char *rm_layout(void);
 /* the functions' arguments as of this version: mapper/refine.py (RM_API) refuses a library
  * built from other sources (a stale build would read the arguments it does not expect) */
-#define RM_API 4
+#define RM_API 5
 int64_t rm_api(void);
 /* ranks above which rm_refine expects them numbered by slot (its passes visit blocks of
  * consecutive ranks) */
