@@ -17,9 +17,9 @@
 * internode_fraction sum of W over pairs on different nodes / sum of W
 * nic_volume         per node: bytes leaving + entering it (report.json: nic_volume_by_node,
                      {host: bytes} over the nodes the mapping uses)
-On a torus, a mesh or one switch, one pass in C over the pairs (refine.pair_metrics and
-torus_loads: a 10^6-rank report of four mappings took 30-40 s in numpy); on the other
-networks vectorized over the nonzeros of W, taken CHUNK at a time (memory: the matrix plus
+On a torus, a mesh, a switch tree or one switch, one pass in C over the pairs
+(refine.pair_metrics, torus_loads and tree_loads: a 10^6-rank report of four mappings took
+30-40 s in numpy on a torus, 21 s on a fat tree); on dragonflies vectorized over the nonzeros of W, taken CHUNK at a time (memory: the matrix plus
 a fixed amount). The tests hold the two to the same numbers."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from rankmap.mapper import refine
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.network import Hierarchy, Torus
+from rankmap.mapper.network import Hierarchy
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.formats import symmetric
@@ -76,7 +76,7 @@ class Pairs:
 def _view(machine: Machine, numpy_only: bool = False) -> "refine.MachineView | None":
     """The machine for the C passes (its arrays, not copied: cheap to make per call; not kept
     on the machine, which is pickled for fresh interpreters), or None where they do not apply."""
-    if numpy_only or not (machine.network is None or isinstance(machine.network, Torus)):
+    if numpy_only or not refine.viewable(machine):
         return None
     return refine.MachineView(machine)
 
@@ -90,6 +90,14 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray, numpy_only: b
         loads = np.zeros(machine.network.positions * len(machine.network.dims) * 2)
         refine.torus_loads(view, loads, c.row, c.col, c.data, _in_machine(slot, machine, c.shape[0]))
         return loads
+    if view is not None and view.tree:
+        net = machine.network
+        sizes = net._sizes()
+        loads = np.zeros(2 * sum(sizes))
+        refine.tree_loads(view, loads, np.concatenate([[0], np.cumsum(sizes)]), c.row, c.col, c.data,
+                          _in_machine(slot, machine, c.shape[0]))
+        cap = np.concatenate([net._capacity(m, size) for m, size in enumerate(sizes)])
+        return loads / np.concatenate([cap, cap])
     total = None
     for part in _chunks(c.nnz):
         na, nb = machine.slot_node[slot[c.row[part]]], machine.slot_node[slot[c.col[part]]]

@@ -460,28 +460,29 @@ def _orient(sub: _Sub, node: TreeNode, part: np.ndarray, children: list, sizes: 
         return children                           # no two children of one size, or no outside traffic
     if machine.slot_node[node.slots[0]] == machine.slot_node[node.slots[-1]]:
         return children                           # inside one node: everyone outside is as far from each part
+    if not isinstance(machine.network, Torus):
+        # a tree of levels (switches, dragonfly groups, one switch): a slot outside this
+        # subtree first differs from each child's slots at the same level, above the children,
+        # so every child is as far from it (the distances, computed and found equal, took
+        # 12.8 s of a 10^6-rank mapping on a fat tree: 1,024 leaf switches)
+        return children
     src_part = part[sub.ext_row]
     w = sub.ext_w
     heads = np.array([c.slots[0] for c in children])
-    if isinstance(machine.network, Torus):
-        # whole nodes here, the rest in other nodes: machine.distance's torus term per
-        # destination node, the distinct nodes found in O(edges) through a per-node mark (a
-        # sort, np.unique, dominated the 10^4-10^5 splits of a 10^6-rank torus)
-        dst = machine.slot_node[where[sub.ext_col]]
-        idx = np.arange(len(dst))
-        mark[dst] = idx                                # one occurrence of each node wins
-        first = mark[dst]
-        mark[dst] = -1
-        isrep = first == idx
-        inv = (np.cumsum(isrep) - 1)[first]
-        reps = dst[isrep]
-        hn = machine.slot_node[heads]
-        hops = machine.network.hops(np.repeat(hn, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
-        d = machine.acc[machine.node_level] + machine.hop_cost * (hops - 1)
-    else:
-        # destinations are few distinct representative slots: distances per representative
-        reps, inv = np.unique(where[sub.ext_col], return_inverse=True)
-        d = machine.distance(np.repeat(heads, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
+    # a torus: whole nodes here, the rest in other nodes: machine.distance's torus term per
+    # destination node, the distinct nodes found in O(edges) through a per-node mark (a
+    # sort, np.unique, dominated the 10^4-10^5 splits of a 10^6-rank torus)
+    dst = machine.slot_node[where[sub.ext_col]]
+    idx = np.arange(len(dst))
+    mark[dst] = idx                                # one occurrence of each node wins
+    first = mark[dst]
+    mark[dst] = -1
+    isrep = first == idx
+    inv = (np.cumsum(isrep) - 1)[first]
+    reps = dst[isrep]
+    hn = machine.slot_node[heads]
+    hops = machine.network.hops(np.repeat(hn, len(reps)), np.tile(reps, k)).reshape(k, len(reps))
+    d = machine.acc[machine.node_level] + machine.hop_cost * (hops - 1)
     if (d == d[0]).all():                         # every child is as far from the rest: keep the order
         return children
     cost = np.stack([np.bincount(src_part, weights=w * d[j][inv], minlength=k) for j in range(k)], axis=1)

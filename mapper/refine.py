@@ -9,7 +9,7 @@ import numpy as np
 
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.network import Torus
+from rankmap.mapper.network import SwitchTree, Torus
 from rankmap.profiler import native
 from rankmap.profiler.errors import UserError
 
@@ -30,28 +30,40 @@ class _Problem(C.Structure):
 class _MachineView(C.Structure):
     _fields_ = [("nlevels", C.c_int32), ("node_level", C.c_int32), ("lvl", P64), ("acc", PD), ("up", P64),
                 ("slot_node", P64), ("ndims", C.c_int32), ("dims", P64), ("wrap", C.POINTER(C.c_uint8)),
-                ("ncoords", P64), ("hop_cost", C.c_double)]
+                ("ncoords", P64), ("hop_cost", C.c_double), ("hops_at", P64)]
+
+
+def viewable(machine: Machine) -> bool:
+    """Whether the metrics' C passes read this machine: a torus or mesh, a switch tree (fat
+    trees, Slurm's switches), or one switch; not a dragonfly (its routes depend on the routers)."""
+    return machine.network is None or isinstance(machine.network, (Torus, SwitchTree))
 
 
 class MachineView:
     """A machine as the metrics' C passes read it (pairmetrics.c): its level rows, costs,
-    nodes, and torus (a torus or mesh network, or none: one switch). None of other networks."""
+    nodes, and torus, or the network hops per level where the network is a switch tree or
+    one switch."""
 
     def __init__(self, machine: Machine):
         torus = isinstance(machine.network, Torus)
-        if machine.network is not None and not torus:
-            raise TypeError("internal error: MachineView is for tori, meshes and single switches")
+        if not viewable(machine):
+            raise TypeError("internal error: MachineView is for tori, meshes, switch trees and single switches")
         L = machine.lvl.shape[1]
         up = machine.levels_above()
+        # a switch tree's levels are the machine's down to the node: first differing at l, a
+        # route climbs node_level + 1 - l links and comes down as many (one switch: 2)
+        lv = np.arange(L + 1)
+        hops_at = np.where(lv <= machine.node_level, 2 * (machine.node_level + 1 - lv), 0)
         self.keep = [np.ascontiguousarray(x, dtype=t) for x, t in (
             (machine.lvl, np.int64), (machine.acc, np.float64), (up, np.int64), (machine.slot_node, np.int64),
             (machine.network.dims if torus else [1], np.int64), (machine.network.wrap if torus else [0], np.uint8),
-            (machine.network.coords if torus else np.zeros((1, 1)), np.int64))]
-        lvl, acc, up, node, dims, wrap, coords = self.keep
+            (machine.network.coords if torus else np.zeros((1, 1)), np.int64), (hops_at, np.int64))]
+        lvl, acc, up, node, dims, wrap, coords, hops_at = self.keep
         self.v = _MachineView(L, machine.node_level, _p(lvl), _p(acc, PD), _p(up), _p(node),
                               len(dims) if torus else 0, _p(dims), wrap.ctypes.data_as(C.POINTER(C.c_uint8)),
-                              _p(coords), float(machine.hop_cost))
+                              _p(coords), float(machine.hop_cost), _p(hops_at))
         self.torus = torus
+        self.tree = isinstance(machine.network, SwitchTree)
 
 
 def pair_metrics(view: MachineView, row: np.ndarray, col: np.ndarray, w: np.ndarray, slot: np.ndarray) -> np.ndarray:
@@ -76,6 +88,19 @@ def torus_loads(view: MachineView, loads: np.ndarray, row, col, w, slot) -> None
         raise MemoryError("torus link loads")
     if rc != 0:
         raise TypeError("internal error: refine.torus_loads without a torus")
+
+
+def tree_loads(view: MachineView, loads: np.ndarray, off: np.ndarray, row, col, w, slot) -> None:
+    """Adds the directed pairs' bytes to each switch-tree link they cross, before the division
+    by the links per group (loads: up links at off[m] + group of level m, then the down links,
+    network.SwitchTree.link_loads' layout; contiguous float64)."""
+    row, col, w, slot = _pairs_args(row, col, w, slot)
+    off = np.ascontiguousarray(off, dtype=np.int64)
+    if loads.dtype != np.float64 or not loads.flags.c_contiguous or len(loads) != 2 * int(off[-1]):
+        raise TypeError("internal error: refine.tree_loads adds to a contiguous float64 array of every link")
+    if _lib().rm_tree_loads(C.byref(view.v), len(row), row.ctypes.data, col.ctypes.data, w.ctypes.data,
+                            slot.ctypes.data, off.ctypes.data, int(off[-1]), loads.ctypes.data) != 0:
+        raise TypeError("internal error: refine.tree_loads on a torus")
 
 
 def _pairs_args(row, col, w, slot):
@@ -126,6 +151,8 @@ def _lib():
     lib.rm_pair_metrics.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V]
     lib.rm_torus_loads.restype = C.c_int64
     lib.rm_torus_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V]
+    lib.rm_tree_loads.restype = C.c_int64
+    lib.rm_tree_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V, C.c_int64, V]
     lib.rm_split_groups.restype = C.c_int64
     lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V, V, C.c_int32]
     return lib

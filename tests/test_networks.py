@@ -180,11 +180,15 @@ def test_torus_link_loads_leave_no_residue_on_unused_links():
     ("n[1-30]", "pack:1 core:3", dict(network="torus:5x6:wrap=10")),
     ("n[1-16]", "pack:2 core:2", dict(torus="2x2x2x2", oversubscribe=2)),
     ("n[1-5]", "pack:1 core:1", dict(torus="5")),
+    ("n[1-32]", "pack:2 core:2", dict(network="fat-tree:4x8:oversub=2")),
+    ("n[1-64]", "pack:1 core:2", dict(network="fat-tree:2x4x8:oversub=2x2")),
+    ("n[1-32]", "pack:2 core:2", dict(network="fat-tree:2;8,4;1,2;1,1")),           # SimGrid's parameters
+    ("n[1-18]", "pack:2 core:2", dict(switches="3x6")),
 ])
 def test_metrics_in_c_are_the_numpy_metrics(hosts_, topo, kw):
-    """On tori, meshes and one switch the report's metrics are one pass in C
-    (refine.pair_metrics, torus_loads); the numpy passes, kept for the other networks, are
-    the reference: every metric and every link's load the same."""
+    """On tori, meshes, switch trees and one switch the report's metrics are one pass in C
+    (refine.pair_metrics, torus_loads, tree_loads); the numpy passes, kept for dragonflies,
+    are the reference: every metric and every link's load the same."""
     import hostlist
     m = machine.build(hostlist.expand_hostlist(hosts_), [topo], **kw)
     rng = np.random.default_rng(len(hosts_) + m.nslots)
@@ -197,6 +201,25 @@ def test_metrics_in_c_are_the_numpy_metrics(hosts_, topo, kw):
             assert np.allclose(np.asarray(c[k], float), np.asarray(ref[k], float), rtol=1e-12, atol=0), k
         assert np.allclose(metrics.link_loads(M, m, slot), metrics.link_loads(M, m, slot, numpy_only=True),
                            rtol=1e-12, atol=0)
+
+
+def test_metrics_in_c_on_an_uneven_slurm_tree(tmp_path):
+    """A site's switches from topology.conf (leaves of 3, 7 and 2 nodes, one leaf straight
+    under the core): the C passes read it as the numpy ones do."""
+    from rankmap.slurm import topology
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=a Nodes=n[0-2]\nSwitchName=b Nodes=n[3-9]\nSwitchName=c Nodes=n[10-11]\n"
+                    "SwitchName=mid Switches=a,b\nSwitchName=core Switches=mid,c\n")
+    hs = [f"n{i}" for i in range(12)]
+    m = machine.build(hs, ["pack:2 core:2"], network=topology.for_hosts(topology.describe(str(conf)), hs))
+    rng = np.random.default_rng(3)
+    M = sp.random(m.nslots, m.nslots, density=0.2, random_state=4, format="csr") * 1e6
+    slot = rng.permutation(m.nslots)
+    c, ref = metrics.evaluate(M, m, slot), metrics.evaluate(M, m, slot, numpy_only=True)
+    for k in ref:
+        assert np.allclose(np.asarray(c[k], float), np.asarray(ref[k], float), rtol=1e-12, atol=0), k
+    assert np.allclose(metrics.link_loads(M, m, slot), metrics.link_loads(M, m, slot, numpy_only=True),
+                       rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("net", ["fat-tree:4x4:oversub=2", "dragonfly:4x2x2", "dragonfly:4x2x2:routing=valiant",

@@ -74,12 +74,20 @@ typedef struct {
     const uint8_t *wrap;
     const int64_t *ncoords; /* nnodes x ndims torus coordinates */
     double hop_cost;
+    const int64_t *hops_at; /* ndims = 0: nlevels + 1, network links between two slots whose rows first differ
+                               at level l (a switch tree: up to the lowest common switch and down) */
 } rm_machine_view;
 /* a mapping's metrics over pairs of ranks (pairmetrics.c; mapper/metrics.py) */
 int64_t rm_pair_metrics(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
                         const double *w, const int64_t *slot, double *out);
 int64_t rm_torus_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
                        const double *w, const int64_t *slot, double *loads);
+/* loads (+=): bytes per link of a switch tree, network.SwitchTree.link_loads' layout before
+ * its division by the links' counts: at level m (0..node_level) the up link of the source's
+ * group at offset off[m] + its id, the down link of the target's at total + off[m] + its id,
+ * for every route that leaves that group (first differing level <= m) */
+int64_t rm_tree_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
+                      const double *w, const int64_t *slot, const int64_t *off, int64_t total, double *loads);
 /* D between two slots (the cost's pair term) */
 double rm_dist(const rm_problem *p, int64_t a, int64_t b);
 /* many splits at once (smallsplit.c): group g (ranks[gptr[g]..gptr[g+1]-1]) into k parts
