@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Mapping time and quality at 10^4 ranks on fat trees and dragonflies (issues 9 and 13:
+10^4 ranks in < 3 s on one core; max global-link load never above block's).
+
+Each machine is filled with the traffic families of bench/instances.py (seed 1000, held-out
+traffic) and random-8 traffic (bench/mapper_scaling.py); nodes of 2 x 16 cores. Printed per
+case: the mapping's CPU time (`solve`, default effort), its cost, max global-link load,
+busiest link and network hop-bytes, each over block order's.
+
+    .venv/bin/python bench/networks_time.py [--machines fat-tree:16x20@320,...] [--families amr,mesh,...]
+
+--ab: each case twice, side by side in one run, with KaHIP's splits into 8+ blocks filled
+exactly (backends.EXACT_SLACK_MIN_BLOCKS off: before that rule) and as now; the costs' ratio
+and both times are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+import instances as I  # noqa: E402
+import mapper_scaling as MS  # noqa: E402
+
+from rankmap.mapper import backends, baselines, machine as mach, metrics, solve  # noqa: E402
+from rankmap.profiler.traffic import Traffic  # noqa: E402
+
+MACHINES = "fat-tree:16x20@320,fat-tree:8x40@320,dragonfly:16x8x3@384"
+FAMILIES = "stencil7,stencil27,mesh,amr,a2a,mix,social,random"
+
+
+def traffic(fam: str, p: int):
+    if fam == "random":
+        return MS.random_graph(p)
+    return I.GENERATORS[fam](p, 1000)[0]
+
+
+def timed(t: Traffic, m, exact: bool):
+    keep = backends.EXACT_SLACK_MIN_BLOCKS
+    backends.EXACT_SLACK_MIN_BLOCKS = 10 ** 9 if exact else keep
+    try:
+        c0 = time.process_time()
+        r = solve.solve(t, m, seed=0)
+        return r, time.process_time() - c0
+    finally:
+        backends.EXACT_SLACK_MIN_BLOCKS = keep
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--machines", default=MACHINES, help="comma list of NETWORK@NODES")
+    ap.add_argument("--families", default=FAMILIES)
+    ap.add_argument("--ab", action="store_true", help="KaHIP's many-block splits exact (before) and with room (now)")
+    args = ap.parse_args()
+    over = 0
+    print(f"{'machine':20} {'traffic':10} {'ranks':>6} {'CPU s':>7} {'cost':>6} {'global':>6} {'link':>6} {'hop-B':>6}"
+          + ("   exact: CPU s, cost now/exact" if args.ab else ""), flush=True)
+    for spec in args.machines.split(","):
+        net, nodes = spec.split("@")
+        m = mach.build([f"n{i}" for i in range(int(nodes))], ["pack:2 core:16"], network=net)
+        for fam in args.families.split(","):
+            W = traffic(fam, m.nslots)
+            t = Traffic(bytes=W, source=fam, format="synthetic")
+            r, sec = timed(t, m, exact=False)
+            e = metrics.evaluate(W, m, r.slot_of_rank)
+            b = metrics.evaluate(W, m, baselines.block(W.shape[0], m))
+            glob = e.get("max_global_link_load", 0.0) / (b.get("max_global_link_load") or 1.0)
+            line = (f"{net:20} {fam:10} {W.shape[0]:6d} {sec:7.2f} {e['sum_com'] / b['sum_com']:6.3f} {glob:6.3f} "
+                    f"{e['max_link_load'] / b['max_link_load']:6.3f} {e['net_hop_bytes'] / b['net_hop_bytes']:6.3f}")
+            over += sec > 3.0
+            if args.ab:
+                r0, sec0 = timed(t, m, exact=True)
+                line += f"   {sec0:7.2f} {r.cost / r0.cost:8.5f}"
+            print(line, flush=True)
+    print(f"above 3 s: {over}")
+
+
+if __name__ == "__main__":
+    main()
