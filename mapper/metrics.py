@@ -19,7 +19,8 @@
                      {host: bytes} over the nodes the mapping uses)
 On a torus, a mesh, a switch tree or one switch, one pass in C over the pairs
 (refine.pair_metrics, torus_loads and tree_loads: a 10^6-rank report of four mappings took
-30-40 s in numpy on a torus, 21 s on a fat tree); on dragonflies vectorized over the nonzeros of W, taken CHUNK at a time (memory: the matrix plus
+30-40 s in numpy on a torus, 21 s on a fat tree); on dragonflies vectorized over the nonzeros of W
+but the link loads (refine.dragonfly_loads, in C), taken CHUNK at a time (memory: the matrix plus
 a fixed amount). The tests hold the two to the same numbers."""
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import scipy.sparse as sp
 
 from rankmap.mapper import refine
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.network import Hierarchy
+from rankmap.mapper.network import Dragonfly, Hierarchy
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.formats import symmetric
@@ -45,14 +46,19 @@ def _chunks(n: int):
         yield slice(lo, min(n, lo + CHUNK))
 
 
-def _node_pair_loads(na: np.ndarray, nb: np.ndarray, w: np.ndarray, machine: Machine) -> np.ndarray:
+def _node_pair_loads(na: np.ndarray, nb: np.ndarray, w: np.ndarray, machine: Machine,
+                     numpy_only: bool = False) -> np.ndarray:
     """Bytes per directed network link for traffic w from node na to node nb (na != nb)."""
+    net = machine.network
+    if isinstance(net, Dragonfly) and not numpy_only:
+        return net.link_loads(na, nb, w).ravel()      # one pass in C: no need to aggregate
     if len(w):   # aggregate node pairs first: routes depend only on the nodes
         key = na * machine.nnodes + nb
         uk, inv = np.unique(key, return_inverse=True)
         w = np.bincount(inv, weights=w)
         na, nb = uk // machine.nnodes, uk % machine.nnodes
-    net = machine.network
+    if isinstance(net, Dragonfly):
+        return net.link_loads(na, nb, w, numpy_only=True).ravel()
     if net is not None:
         return net.link_loads(na, nb, w).ravel()
     # one switch: each node's uplink, then each node's downlink
@@ -102,7 +108,7 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray, numpy_only: b
     for part in _chunks(c.nnz):
         na, nb = machine.slot_node[slot[c.row[part]]], machine.slot_node[slot[c.col[part]]]
         inter = na != nb
-        loads = _node_pair_loads(na[inter], nb[inter], c.data[part][inter], machine)
+        loads = _node_pair_loads(na[inter], nb[inter], c.data[part][inter], machine, numpy_only)
         total = loads if total is None else total + loads
     return total if total is not None else _node_pair_loads(np.zeros(0, np.int64), np.zeros(0, np.int64),
                                                             np.zeros(0), machine)

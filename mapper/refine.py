@@ -39,6 +39,30 @@ def viewable(machine: Machine) -> bool:
     return machine.network is None or isinstance(machine.network, (Torus, SwitchTree))
 
 
+class _Dragonfly(C.Structure):
+    _fields_ = [(name, C.c_int64) for name in ("groups", "routers", "nnodes", "local_links", "global_links", "loc0",
+                                               "glob0", "size")] + [("coords", P64), ("valiant", C.c_int32)]
+
+
+def dragonfly_loads(shape: tuple, coords: np.ndarray, local_links: int, global_links: int, valiant: bool,
+                    na, nb, w, grp, ngroups: int) -> np.ndarray:
+    """network.Dragonfly.link_loads in C (pairmetrics.c): bytes per link, (ngroups, links),
+    for the routes na[i] -> nb[i] of w[i] bytes in route group grp[i] (None: one group)."""
+    G, A, _ = shape
+    n = len(coords)
+    coords = np.ascontiguousarray(coords, dtype=np.int64)
+    size = 2 * n + G * A * A + G * G
+    d = _Dragonfly(G, A, n, int(local_links), int(global_links), 2 * n, 2 * n + G * A * A, size, _p(coords),
+                   int(bool(valiant)))
+    na, nb = np.ascontiguousarray(na, dtype=np.int64), np.ascontiguousarray(nb, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    g = None if grp is None else np.ascontiguousarray(grp, dtype=np.int64)
+    out = np.zeros((ngroups, size))
+    _lib().rm_dragonfly_loads(C.byref(d), len(na), na.ctypes.data, nb.ctypes.data, w.ctypes.data,
+                              None if g is None else g.ctypes.data, out.ctypes.data)
+    return out
+
+
 class MachineView:
     """A machine as the metrics' C passes read it (pairmetrics.c): its level rows, costs,
     nodes, and torus, or the network hops per level where the network is a switch tree or
@@ -151,6 +175,8 @@ def _lib():
     lib.rm_pair_metrics.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V]
     lib.rm_torus_loads.restype = C.c_int64
     lib.rm_torus_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V]
+    lib.rm_dragonfly_loads.restype = C.c_int64
+    lib.rm_dragonfly_loads.argtypes = [C.POINTER(_Dragonfly), C.c_int64, V, V, V, V, V]
     lib.rm_tree_loads.restype = C.c_int64
     lib.rm_tree_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V, C.c_int64, V]
     lib.rm_split_groups.restype = C.c_int64

@@ -203,6 +203,26 @@ def test_metrics_in_c_are_the_numpy_metrics(hosts_, topo, kw):
                            rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("net", ["dragonfly:4x3x2", "dragonfly:5x4x2:routing=valiant",
+                                 "dragonfly:4x4x2:global=2:routing=valiant", "dragonfly:2x3x2:routing=valiant"])
+def test_dragonfly_loads_in_c_are_the_numpy_loads(net):
+    """Dragonfly link loads in one C pass (refine.dragonfly_loads) route as the numpy
+    segments do: minimal and Valiant, parallel global links, with and without route groups,
+    and through the report (metrics.link_loads aggregates no node pairs for it)."""
+    m = machine.build(hosts(int(np.prod([int(x) for x in net.split(":")[1].split("x")]))), ["core:2"], network=net)
+    t, rng = m.network, np.random.default_rng(7)
+    k = m.nnodes
+    na, nb, w, grp = rng.integers(0, k, 500), rng.integers(0, k, 500), rng.random(500), rng.integers(0, 3, 500)
+    assert np.allclose(t.link_loads(na, nb, w), t.link_loads(na, nb, w, numpy_only=True), rtol=1e-12, atol=0)
+    assert np.allclose(t.link_loads(na, nb, w, grp, 3, injection=False),
+                       t.link_loads(na, nb, w, grp, 3, injection=False, numpy_only=True), rtol=1e-12, atol=0)
+    M = sp.random(m.nslots, m.nslots, density=0.3, random_state=2, format="csr") * 1e6
+    slot = rng.permutation(m.nslots)
+    assert np.allclose(metrics.link_loads(M, m, slot), metrics.link_loads(M, m, slot, numpy_only=True),
+                       rtol=1e-12, atol=0)
+    assert (t.hops(na, nb) == t._hops(na, nb)).all()                 # the table of every pair
+
+
 def test_metrics_in_c_on_an_uneven_slurm_tree(tmp_path):
     """A site's switches from topology.conf (leaves of 3, 7 and 2 nodes, one leaf straight
     under the core): the C passes read it as the numpy ones do."""

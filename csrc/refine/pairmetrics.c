@@ -206,3 +206,51 @@ int64_t rm_torus_loads(const rm_machine_view *m, int64_t npairs, const int32_t *
     free(stride), free(dn), free(dw);
     return 0;
 }
+
+/* one minimal route between routers (gs, rs) and (gd, rd) of a dragonfly (network.Dragonfly._legs):
+ * a local hop to the router holding the link to the destination group, the global link, a
+ * local hop to the destination router; `x` bytes on each link taken (divided among its copies) */
+static inline void dragonfly_legs(const rm_dragonfly *d, double *out, int64_t gs, int64_t rs, int64_t gd, int64_t rd,
+                                  double x)
+{
+    int64_t A = d->routers, G = d->groups, other = gs != gd;
+    int64_t r1 = other ? gd % A : rd;
+    if (rs != r1)
+        out[d->loc0 + (gs * A + rs) * A + r1] += x / (double)d->local_links;
+    if (!other)
+        return;
+    out[d->glob0 + gs * G + gd] += x / (double)d->global_links;
+    int64_t r2 = gs % A;
+    if (r2 != rd)
+        out[d->loc0 + (gd * A + r2) * A + rd] += x / (double)d->local_links;
+}
+
+int64_t rm_dragonfly_loads(const rm_dragonfly *d, int64_t npairs, const int64_t *na, const int64_t *nb,
+                           const double *w, const int64_t *grp, double *out)
+{
+    int64_t G = d->groups;
+    for (int64_t i = 0; i < npairs; i++) {
+        int64_t a = na[i], b = nb[i];
+        if (a == b)
+            continue;
+        double *o = out + (grp ? grp[i] : 0) * d->size;
+        o[a] += w[i];
+        o[d->nnodes + b] += w[i];
+        const int64_t *ca = d->coords + a * 3, *cb = d->coords + b * 3;
+        int64_t gs = ca[0], rs = ca[1], gd = cb[0], rd = cb[1];
+        if (!d->valiant || G < 3 || gs == gd) {
+            dragonfly_legs(d, o, gs, rs, gd, rd, w[i]);
+            continue;
+        }
+        /* Valiant: an equal share through each other group, entered at router gs mod A */
+        double share = w[i] / (double)(G - 2);
+        int64_t entry = gs % d->routers;
+        for (int64_t mid = 0; mid < G; mid++) {
+            if (mid == gs || mid == gd)
+                continue;
+            dragonfly_legs(d, o, gs, rs, mid, entry, share);
+            dragonfly_legs(d, o, mid, entry, gd, rd, share);
+        }
+    }
+    return 0;
+}

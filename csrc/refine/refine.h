@@ -88,6 +88,17 @@ int64_t rm_torus_loads(const rm_machine_view *m, int64_t npairs, const int32_t *
  * for every route that leaves that group (first differing level <= m) */
 int64_t rm_tree_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
                       const double *w, const int64_t *slot, const int64_t *off, int64_t total, double *loads);
+/* a dragonfly as network.Dragonfly lays out its links: injection up (nnodes), down (nnodes),
+ * local (groups x routers x routers from loc0), global (groups x groups from glob0) */
+typedef struct {
+    int64_t groups, routers, nnodes, local_links, global_links, loc0, glob0, size;
+    const int64_t *coords; /* nnodes x 3: group, router, node on the router */
+    int32_t valiant;
+} rm_dragonfly;
+/* out (+=, one row of `size` per route group grp[i], or one row with grp NULL): bytes per link
+ * of routes na[i] -> nb[i] (node indices) of w[i] bytes; network.Dragonfly.link_loads */
+int64_t rm_dragonfly_loads(const rm_dragonfly *d, int64_t npairs, const int64_t *na, const int64_t *nb,
+                           const double *w, const int64_t *grp, double *out);
 /* D between two slots (the cost's pair term) */
 double rm_dist(const rm_problem *p, int64_t a, int64_t b);
 /* many splits at once (smallsplit.c): group g (ranks[gptr[g]..gptr[g+1]-1]) into k parts
