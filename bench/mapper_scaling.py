@@ -17,6 +17,10 @@ inflate it; the wall time is printed beside it.
 mapping's files written), its wall time, CPU and peak memory from the child's rusage:
 
     .venv/bin/python bench/mapper_scaling.py --command --sizes 100000,1000000
+
+--network fat-tree|dragonfly (with --command): the same nodes behind a 3-level fat tree
+(leaf switches of 32 nodes, 32 leaves a pod, 2:1 oversubscribed above the leaves) or a
+dragonfly (groups of 32 routers of 16 nodes, minimal routing) instead of the torus.
 """
 from __future__ import annotations
 
@@ -102,7 +106,19 @@ def one(kind: str, p: int) -> dict:
             "cost_vs_block": res.cost / res.defaults["block"], "chosen": res.chosen}
 
 
-def whole_command(kind: str, p: int) -> dict:
+def network_option(network: str, nodes: int) -> list:
+    """The command's network options for `nodes` nodes: the torus of scaling_machine, or a
+    fat tree or dragonfly just big enough (see the module's docstring)."""
+    if network == "torus":
+        return ["--torus", "x".join(map(str, cube_dims(nodes)))]
+    if network == "fat-tree":
+        return ["--network", f"fat-tree:{-(-nodes // 1024)}x32x32:oversub=2"]
+    if network == "dragonfly":
+        return ["--network", f"dragonfly:{-(-nodes // 512)}x32x16"]
+    raise SystemExit(f"--network {network}: torus, fat-tree or dragonfly")
+
+
+def whole_command(kind: str, p: int, network: str = "torus") -> dict:
     """`rankmap map` on the graph (saved as .npz in a scratch directory) and the scaling
     machine, in a child process: its wall time, CPU (user + system) and peak memory."""
     import resource
@@ -115,9 +131,9 @@ def whole_command(kind: str, p: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / f"{kind}-{p}.npz"
         sp.save_npz(f, sp.csr_matrix(M))
+        net = network_option(network, m.nnodes)
         cmd = [sys.executable, "-m", "rankmap.cli", "map", str(f), "--nodes", f"n[0-{m.nnodes - 1}]",
-               "--node-topology", "pack:2 core:16", "--torus", "x".join(map(str, dims)), "--out",
-               str(Path(tmp) / "out"), "--json"]
+               "--node-topology", "pack:2 core:16", *net, "--out", str(Path(tmp) / "out"), "--json"]
         del M
         t0 = time.monotonic()
         res = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -128,7 +144,7 @@ def whole_command(kind: str, p: int) -> dict:
     # this process is the benchmark's child: its children are the command (and the fresh
     # interpreters the command may start), nothing else
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"kind": kind, "ranks": p, "torus": "x".join(map(str, dims)), "wall": wall,
+    return {"kind": kind, "ranks": p, "torus": net[1].split(":", 1)[-1], "wall": wall,
             "cpu": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024, "solve": rep["search_seconds"],
             "cost_vs_block": rep["cost"] / rep["defaults"]["block"]}
 
@@ -156,7 +172,7 @@ def main():
         print(json.dumps(one(sys.argv[2], int(sys.argv[3]))))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--child-command":
-        print(json.dumps(whole_command(sys.argv[2], int(sys.argv[3]))))
+        print(json.dumps(whole_command(sys.argv[2], int(sys.argv[3]), sys.argv[4])))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--child-metis":
         print(json.dumps(metis_alone(sys.argv[2], int(sys.argv[3]))))
@@ -169,6 +185,8 @@ def main():
                          "takes above the graph (the part of the peak the mapper does not control)")
     ap.add_argument("--command", action="store_true",
                     help="time the whole `rankmap map` command (read, map, report, files) instead of `solve`")
+    ap.add_argument("--network", default="torus", choices=("torus", "fat-tree", "dragonfly"),
+                    help="with --command: the network between the nodes")
     args = ap.parse_args()
     if args.command:
         return command_table(args)
@@ -201,16 +219,17 @@ def main():
 
 
 def command_table(args) -> None:
-    print(f"{'graph':8} {'ranks':>8} {'torus':>9} {'wall s':>8} {'CPU s':>8} {'solve s':>8} {'peak MB':>8} {'cost/block':>10}")
+    print(f"{'graph':8} {'ranks':>8} {'network':>20} {'wall s':>8} {'CPU s':>8} {'solve s':>8} {'peak MB':>8} {'cost/block':>10}")
     for kind in args.graphs.split(","):
         for p in (int(x) for x in args.sizes.split(",")):
-            out = subprocess.run([sys.executable, __file__, "--child-command", kind, str(p)], capture_output=True,
+            out = subprocess.run([sys.executable, __file__, "--child-command", kind, str(p), args.network],
+                                 capture_output=True,
                                  text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
             if out.returncode != 0:
                 print(f"{kind:8} {p:8d} failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{kind:8} {p:8d} {r['torus']:>9} {r['wall']:8.2f} {r['cpu']:8.2f} {r['solve']:8.2f} "
+            print(f"{kind:8} {p:8d} {r['torus']:>20} {r['wall']:8.2f} {r['cpu']:8.2f} {r['solve']:8.2f} "
                   f"{r['peak_mb']:8.0f} {r['cost_vs_block']:10.3f}", flush=True)
 
 

@@ -17,10 +17,9 @@
 * internode_fraction sum of W over pairs on different nodes / sum of W
 * nic_volume         per node: bytes leaving + entering it (report.json: nic_volume_by_node,
                      {host: bytes} over the nodes the mapping uses)
-On a torus, a mesh, a switch tree or one switch, one pass in C over the pairs
-(refine.pair_metrics, torus_loads and tree_loads: a 10^6-rank report of four mappings took
-30-40 s in numpy on a torus, 21 s on a fat tree); on dragonflies vectorized over the nonzeros of W
-but the link loads (refine.dragonfly_loads, in C), taken CHUNK at a time (memory: the matrix plus
+One pass in C over the pairs (refine.pair_metrics, and for the link loads torus_loads,
+tree_loads or dragonfly_loads: a 10^6-rank report of four mappings took 30-40 s in numpy on a
+torus, 21 s on a fat tree); numpy_only: the numpy passes, vectorized over the nonzeros of W, taken CHUNK at a time (memory: the matrix plus
 a fixed amount). The tests hold the two to the same numbers."""
 from __future__ import annotations
 

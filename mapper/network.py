@@ -526,8 +526,7 @@ class Dragonfly(Hierarchy):
         ng = ngroups if group is not None else 1
         if not numpy_only:
             from rankmap.mapper import refine       # (refine imports this module)
-            out = refine.dragonfly_loads(self.shape, self.coords, self.local_links, self.global_links,
-                                         self.routing == "valiant", na, nb, w, group, ng)
+            out = refine.dragonfly_loads(self, na, nb, w, group, ng)
         else:
             grp = np.zeros(len(w), dtype=np.int64) if group is None else np.asarray(group)
             size = self._layout(len(self.coords))[1] + G * G

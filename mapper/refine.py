@@ -9,7 +9,7 @@ import numpy as np
 
 from rankmap.mapper.graph import Graph
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.network import SwitchTree, Torus
+from rankmap.mapper.network import Dragonfly, SwitchTree, Torus
 from rankmap.profiler import native
 from rankmap.profiler.errors import UserError
 
@@ -27,39 +27,44 @@ class _Problem(C.Structure):
                 ("nglev", C.c_int32), ("glev", P64), ("gptr", P64), ("gslot", P64), ("gsig", P64)]
 
 
-class _MachineView(C.Structure):
-    _fields_ = [("nlevels", C.c_int32), ("node_level", C.c_int32), ("lvl", P64), ("acc", PD), ("up", P64),
-                ("slot_node", P64), ("ndims", C.c_int32), ("dims", P64), ("wrap", C.POINTER(C.c_uint8)),
-                ("ncoords", P64), ("hop_cost", C.c_double), ("hops_at", P64)]
-
-
-def viewable(machine: Machine) -> bool:
-    """Whether the metrics' C passes read this machine: a torus or mesh, a switch tree (fat
-    trees, Slurm's switches), or one switch; not a dragonfly (its routes depend on the routers)."""
-    return machine.network is None or isinstance(machine.network, (Torus, SwitchTree))
-
-
 class _Dragonfly(C.Structure):
     _fields_ = [(name, C.c_int64) for name in ("groups", "routers", "nnodes", "local_links", "global_links", "loc0",
                                                "glob0", "size")] + [("coords", P64), ("valiant", C.c_int32)]
 
 
-def dragonfly_loads(shape: tuple, coords: np.ndarray, local_links: int, global_links: int, valiant: bool,
-                    na, nb, w, grp, ngroups: int) -> np.ndarray:
+class _MachineView(C.Structure):
+    _fields_ = [("nlevels", C.c_int32), ("node_level", C.c_int32), ("lvl", P64), ("acc", PD), ("up", P64),
+                ("slot_node", P64), ("ndims", C.c_int32), ("dims", P64), ("wrap", C.POINTER(C.c_uint8)),
+                ("ncoords", P64), ("hop_cost", C.c_double), ("hops_at", P64), ("dfly", C.POINTER(_Dragonfly))]
+
+
+def viewable(machine: Machine) -> bool:
+    """Whether the metrics' C passes read this machine: a torus or mesh, a switch tree (fat
+    trees, Slurm's switches), a dragonfly, or one switch."""
+    return machine.network is None or isinstance(machine.network, (Torus, SwitchTree, Dragonfly))
+
+
+def _dragonfly(net) -> tuple:
+    """(the C struct, its coordinates array, to be kept alive with it) of a network.Dragonfly."""
+    G, A, _ = net.shape
+    n = len(net.coords)
+    coords = np.ascontiguousarray(net.coords, dtype=np.int64)
+    return _Dragonfly(G, A, n, int(net.local_links), int(net.global_links), 2 * n, 2 * n + G * A * A,
+                      2 * n + G * A * A + G * G, _p(coords), int(net.routing == "valiant")), coords
+
+
+def dragonfly_loads(net, na, nb, w, grp, ngroups: int) -> np.ndarray:
     """network.Dragonfly.link_loads in C (pairmetrics.c): bytes per link, (ngroups, links),
     for the routes na[i] -> nb[i] of w[i] bytes in route group grp[i] (None: one group)."""
-    G, A, _ = shape
-    n = len(coords)
-    coords = np.ascontiguousarray(coords, dtype=np.int64)
-    size = 2 * n + G * A * A + G * G
-    d = _Dragonfly(G, A, n, int(local_links), int(global_links), 2 * n, 2 * n + G * A * A, size, _p(coords),
-                   int(bool(valiant)))
+    d, keep = _dragonfly(net)
+    size = d.size
     na, nb = np.ascontiguousarray(na, dtype=np.int64), np.ascontiguousarray(nb, dtype=np.int64)
     w = np.ascontiguousarray(w, dtype=np.float64)
     g = None if grp is None else np.ascontiguousarray(grp, dtype=np.int64)
     out = np.zeros((ngroups, size))
     _lib().rm_dragonfly_loads(C.byref(d), len(na), na.ctypes.data, nb.ctypes.data, w.ctypes.data,
                               None if g is None else g.ctypes.data, out.ctypes.data)
+    del keep
     return out
 
 
@@ -71,7 +76,8 @@ class MachineView:
     def __init__(self, machine: Machine):
         torus = isinstance(machine.network, Torus)
         if not viewable(machine):
-            raise TypeError("internal error: MachineView is for tori, meshes, switch trees and single switches")
+            raise TypeError("internal error: MachineView is for tori, meshes, switch trees, dragonflies and single "
+                            "switches")
         L = machine.lvl.shape[1]
         up = machine.levels_above()
         # a switch tree's levels are the machine's down to the node: first differing at l, a
@@ -85,7 +91,10 @@ class MachineView:
         lvl, acc, up, node, dims, wrap, coords, hops_at = self.keep
         self.v = _MachineView(L, machine.node_level, _p(lvl), _p(acc, PD), _p(up), _p(node),
                               len(dims) if torus else 0, _p(dims), wrap.ctypes.data_as(C.POINTER(C.c_uint8)),
-                              _p(coords), float(machine.hop_cost), _p(hops_at))
+                              _p(coords), float(machine.hop_cost), _p(hops_at), None)
+        if isinstance(machine.network, Dragonfly):
+            self.dfly = _dragonfly(machine.network)               # (struct, coordinates) kept alive here
+            self.v.dfly = C.pointer(self.dfly[0])
         self.torus = torus
         self.tree = isinstance(machine.network, SwitchTree)
 

@@ -184,11 +184,13 @@ def test_torus_link_loads_leave_no_residue_on_unused_links():
     ("n[1-64]", "pack:1 core:2", dict(network="fat-tree:2x4x8:oversub=2x2")),
     ("n[1-32]", "pack:2 core:2", dict(network="fat-tree:2;8,4;1,2;1,1")),           # SimGrid's parameters
     ("n[1-18]", "pack:2 core:2", dict(switches="3x6")),
+    ("n[1-24]", "pack:2 core:2", dict(network="dragonfly:4x3x2")),
+    ("n[1-40]", "pack:1 core:2", dict(network="dragonfly:5x4x2:routing=valiant")),
 ])
 def test_metrics_in_c_are_the_numpy_metrics(hosts_, topo, kw):
-    """On tori, meshes, switch trees and one switch the report's metrics are one pass in C
-    (refine.pair_metrics, torus_loads, tree_loads); the numpy passes, kept for dragonflies,
-    are the reference: every metric and every link's load the same."""
+    """The report's metrics are one pass in C (refine.pair_metrics, torus_loads, tree_loads,
+    dragonfly_loads); the numpy passes are the reference: every metric and every link's load
+    the same."""
     import hostlist
     m = machine.build(hostlist.expand_hostlist(hosts_), [topo], **kw)
     rng = np.random.default_rng(len(hosts_) + m.nslots)

@@ -38,6 +38,13 @@ static int64_t hops(const rm_machine_view *m, int64_t na, int64_t nb, int l)
 {
     if (na == nb)
         return 0;
+    if (m->dfly) { /* the nodes' own links, a local hop to the global link's router and from it */
+        const int64_t *ca = m->dfly->coords + na * 3, *cb = m->dfly->coords + nb * 3;
+        int64_t A = m->dfly->routers;
+        if (ca[0] != cb[0])
+            return 3 + (ca[1] != cb[0] % A) + (cb[1] != ca[0] % A);
+        return ca[1] == cb[1] ? 2 : 3;
+    }
     if (m->ndims == 0)
         return m->hops_at[l]; /* up to the lowest common switch and down */
     const int64_t *ca = m->ncoords + na * m->ndims, *cb = m->ncoords + nb * m->ndims;

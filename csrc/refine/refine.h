@@ -62,6 +62,13 @@ int64_t rm_tabu(const rm_problem *p, int64_t *slot_of_rank, uint64_t seed, doubl
 /* the edges inside and leaving a set of ranks (refine.c: subgraphs) */
 int64_t rm_subgraph(const int64_t *indptr, const int64_t *indices, const double *data, const int64_t *rk, int64_t m,
                     int64_t *pos, int64_t *sub_indptr, int64_t *row, int64_t *col, double *w);
+/* a dragonfly as network.Dragonfly lays out its links: injection up (nnodes), down (nnodes),
+ * local (groups x routers x routers from loc0), global (groups x groups from glob0) */
+typedef struct {
+    int64_t groups, routers, nnodes, local_links, global_links, loc0, glob0, size;
+    const int64_t *coords; /* nnodes x 3: group, router, node on the router */
+    int32_t valiant;
+} rm_dragonfly;
 /* the machine as the metrics read it (mapper/metrics.py fills it) */
 typedef struct {
     int32_t nlevels, node_level;
@@ -76,6 +83,7 @@ typedef struct {
     double hop_cost;
     const int64_t *hops_at; /* ndims = 0: nlevels + 1, network links between two slots whose rows first differ
                                at level l (a switch tree: up to the lowest common switch and down) */
+    const rm_dragonfly *dfly; /* or a dragonfly's minimal routes (network.Dragonfly.hops); NULL otherwise */
 } rm_machine_view;
 /* a mapping's metrics over pairs of ranks (pairmetrics.c; mapper/metrics.py) */
 int64_t rm_pair_metrics(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
@@ -88,13 +96,6 @@ int64_t rm_torus_loads(const rm_machine_view *m, int64_t npairs, const int32_t *
  * for every route that leaves that group (first differing level <= m) */
 int64_t rm_tree_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
                       const double *w, const int64_t *slot, const int64_t *off, int64_t total, double *loads);
-/* a dragonfly as network.Dragonfly lays out its links: injection up (nnodes), down (nnodes),
- * local (groups x routers x routers from loc0), global (groups x groups from glob0) */
-typedef struct {
-    int64_t groups, routers, nnodes, local_links, global_links, loc0, glob0, size;
-    const int64_t *coords; /* nnodes x 3: group, router, node on the router */
-    int32_t valiant;
-} rm_dragonfly;
 /* out (+=, one row of `size` per route group grp[i], or one row with grp NULL): bytes per link
  * of routes na[i] -> nb[i] (node indices) of w[i] bytes; network.Dragonfly.link_loads */
 int64_t rm_dragonfly_loads(const rm_dragonfly *d, int64_t npairs, const int64_t *na, const int64_t *nb,
