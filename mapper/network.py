@@ -315,19 +315,29 @@ class SwitchTree(Hierarchy):
         return cap[:size] if len(cap) >= size else np.concatenate([cap, np.ones(size - len(cap))])
 
     def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1,
-                   injection: bool = True) -> np.ndarray:
+                   injection: bool = True, numpy_only: bool = False) -> np.ndarray:
         """Bytes per physical link from each subtree to its parent: [level][group] up, then
         the same down, flattened (level by level, up links first). With `group`, one such
         array per group of routes: shape (ngroups, links). injection=False: without the
         nodes' own links (link_kinds "injection": the last level), which the link balancing
-        cannot change: their (candidates x nodes) arrays are not built."""
-        l = self.first_diff(na, nb)
+        cannot change: their (candidates x nodes) arrays are not built. One pass in C
+        (refine.switch_loads: the link balancing routes every candidate move); numpy_only: the
+        numpy passes (the tests' reference)."""
         w = np.asarray(w, dtype=np.float64)
+        ng = ngroups if group is not None else 1
+        sizes = self._sizes()
+        if not numpy_only:
+            from rankmap.mapper import refine       # (refine imports this module)
+            used = len(sizes) if injection else len(sizes) - 1
+            res = refine.switch_loads(self.groups, used, sizes, na, nb, w, group, ng)
+            if res.shape[1]:
+                cap = np.concatenate([self._capacity(m, size) for m, size in enumerate(sizes[:used])])
+                res /= np.concatenate([cap, cap])
+            return res if group is not None else res[0]
+        l = self.first_diff(na, nb)
         na, nb = np.asarray(na), np.asarray(nb)
         grp = np.zeros(len(na), dtype=np.int64) if group is None else np.asarray(group)
-        ng = ngroups if group is not None else 1
         up, down = [], []
-        sizes = self._sizes()
         for m, size in enumerate(sizes if injection else sizes[:-1]):
             idx = np.flatnonzero(l <= m)          # the routes through this level's links
             cap = self._capacity(m, size)

@@ -68,6 +68,22 @@ def dragonfly_loads(net, na, nb, w, grp, ngroups: int) -> np.ndarray:
     return out
 
 
+def switch_loads(groups: np.ndarray, used: int, sizes: list, na, nb, w, grp, ngroups: int) -> np.ndarray:
+    """network.SwitchTree.link_loads in C (pairmetrics.c) before the division by the links'
+    counts: (ngroups, 2 x sum(sizes[:used])), up links then down links, level by level."""
+    groups = np.ascontiguousarray(groups, dtype=np.int64)
+    off = np.ascontiguousarray(np.concatenate([[0], np.cumsum(sizes[:used])]), dtype=np.int64)
+    total = int(off[-1])
+    na, nb = np.ascontiguousarray(na, dtype=np.int64), np.ascontiguousarray(nb, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    g = None if grp is None else np.ascontiguousarray(grp, dtype=np.int64)
+    out = np.zeros((ngroups, 2 * total))
+    _lib().rm_switch_loads(groups.ctypes.data, groups.shape[1], int(used), off.ctypes.data, total, len(na),
+                           na.ctypes.data, nb.ctypes.data, w.ctypes.data, None if g is None else g.ctypes.data,
+                           out.ctypes.data)
+    return out
+
+
 class MachineView:
     """A machine as the metrics' C passes read it (pairmetrics.c): its level rows, costs,
     nodes, and torus, or the network hops per level where the network is a switch tree or
@@ -186,6 +202,8 @@ def _lib():
     lib.rm_torus_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V]
     lib.rm_dragonfly_loads.restype = C.c_int64
     lib.rm_dragonfly_loads.argtypes = [C.POINTER(_Dragonfly), C.c_int64, V, V, V, V, V]
+    lib.rm_switch_loads.restype = C.c_int64
+    lib.rm_switch_loads.argtypes = [V, C.c_int32, C.c_int32, V, C.c_int64, C.c_int64, V, V, V, V, V]
     lib.rm_tree_loads.restype = C.c_int64
     lib.rm_tree_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V, C.c_int64, V]
     lib.rm_split_groups.restype = C.c_int64

@@ -225,6 +225,21 @@ def test_dragonfly_loads_in_c_are_the_numpy_loads(net):
     assert (t.hops(na, nb) == t._hops(na, nb)).all()                 # the table of every pair
 
 
+@pytest.mark.parametrize("net", ["fat-tree:4x4:oversub=2", "fat-tree:2x2x4:oversub=2x2", "fat-tree:2;8,2;1,2;1,1"])
+def test_switch_tree_loads_in_c_are_the_numpy_loads(net):
+    """Switch-tree link loads of node pairs in one C pass (refine.switch_loads, what the link
+    balancing routes its candidate moves with) as the numpy passes give them: with and without
+    route groups and the nodes' own links."""
+    m = machine.build(hosts(16), ["core:2"], network=net)
+    t, rng = m.network, np.random.default_rng(9)
+    na, nb, w, grp = rng.integers(0, 16, 400), rng.integers(0, 16, 400), rng.random(400), rng.integers(0, 5, 400)
+    for kw in (dict(), dict(injection=False)):
+        assert np.allclose(t.link_loads(na, nb, w, **kw), t.link_loads(na, nb, w, numpy_only=True, **kw),
+                           rtol=1e-12, atol=0)
+        assert np.allclose(t.link_loads(na, nb, w, grp, 5, **kw),
+                           t.link_loads(na, nb, w, grp, 5, numpy_only=True, **kw), rtol=1e-12, atol=0)
+
+
 def test_metrics_in_c_on_an_uneven_slurm_tree(tmp_path):
     """A site's switches from topology.conf (leaves of 3, 7 and 2 nodes, one leaf straight
     under the core): the C passes read it as the numpy ones do."""

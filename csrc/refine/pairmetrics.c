@@ -261,3 +261,21 @@ int64_t rm_dragonfly_loads(const rm_dragonfly *d, int64_t npairs, const int64_t 
     }
     return 0;
 }
+
+int64_t rm_switch_loads(const int64_t *groups, int32_t nlevels, int32_t used, const int64_t *off, int64_t total,
+                        int64_t npairs, const int64_t *na, const int64_t *nb, const double *w, const int64_t *grp,
+                        double *out)
+{
+    for (int64_t i = 0; i < npairs; i++) {
+        const int64_t *ga = groups + na[i] * nlevels, *gb = groups + nb[i] * nlevels;
+        int l = 0;
+        while (l < nlevels && ga[l] == gb[l])
+            l++;
+        double *o = out + (grp ? grp[i] : 0) * 2 * total;
+        for (int m = l; m < used; m++) {
+            o[off[m] + ga[m]] += w[i];
+            o[total + off[m] + gb[m]] += w[i];
+        }
+    }
+    return 0;
+}

@@ -100,6 +100,15 @@ int64_t rm_tree_loads(const rm_machine_view *m, int64_t npairs, const int32_t *r
  * of routes na[i] -> nb[i] (node indices) of w[i] bytes; network.Dragonfly.link_loads */
 int64_t rm_dragonfly_loads(const rm_dragonfly *d, int64_t npairs, const int64_t *na, const int64_t *nb,
                            const double *w, const int64_t *grp, double *out);
+/* out (+=, one row of 2 x total per route group grp[i], or one row with grp NULL): bytes of the
+ * routes na[i] -> nb[i] (nodes) on each switch-tree link, network.SwitchTree.link_loads before
+ * its division by the links' counts: groups (nnodes x nlevels) the nodes' subtrees top to
+ * bottom; at each of the first `used` levels m a route that leaves its subtree (first
+ * differing level <= m) loads the up link off[m] + its source's group and the down link
+ * total + off[m] + its target's */
+int64_t rm_switch_loads(const int64_t *groups, int32_t nlevels, int32_t used, const int64_t *off, int64_t total,
+                        int64_t npairs, const int64_t *na, const int64_t *nb, const double *w, const int64_t *grp,
+                        double *out);
 /* D between two slots (the cost's pair term) */
 double rm_dist(const rm_problem *p, int64_t a, int64_t b);
 /* many splits at once (smallsplit.c): group g (ranks[gptr[g]..gptr[g+1]-1]) into k parts
