@@ -231,10 +231,24 @@ def _int_weights(w: np.ndarray, total_max: float, dtype=np.int64) -> np.ndarray:
     return x.astype(dtype)
 
 
+# METIS (GKlib's random generator) gives seeds 0 and 1 the same stream, so the second start
+# (seed + 1) repeated the first's METIS split of the root and its V-cycles: seed 1 is passed as
+# this one instead. On the 1k sets' instances that have light starts (below 1,000 ranks on
+# more than 256 slots; tune and holdout, first seeds) the mapping's cost: geometric mean of
+# the ratios 0.9986, 10 lower (to -4.4 %), 5 higher (to +1.2 %)
+METIS_SEED_ONE = 104729
+
+
+def metis_seed(seed: int) -> int:
+    s = int(seed) % (2 ** 31)
+    return METIS_SEED_ONE if s == 1 else s
+
+
 def metis(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
           kway: bool = True) -> list[np.ndarray]:
     """METIS recursive bisection (and k-way where it is cheap), block sizes in proportion
     to the capacities, imbalance up to the largest the capacities leave room for."""
+    seed = metis_seed(seed)
     n = len(indptr) - 1
     k = len(caps)
     total_cap = float(sum(caps))
