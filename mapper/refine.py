@@ -86,8 +86,8 @@ def switch_loads(groups: np.ndarray, used: int, sizes: list, na, nb, w, grp, ngr
 
 class MachineView:
     """A machine as the metrics' C passes read it (pairmetrics.c): its level rows, costs,
-    nodes, and torus, or the network hops per level where the network is a switch tree or
-    one switch."""
+    nodes, and its torus, its dragonfly, or the network hops per level (a switch tree or one
+    switch)."""
 
     def __init__(self, machine: Machine):
         torus = isinstance(machine.network, Torus)
