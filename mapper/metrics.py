@@ -18,7 +18,7 @@
 * nic_volume         per node: bytes leaving + entering it (report.json: nic_volume_by_node,
                      {host: bytes} over the nodes the mapping uses)
 One pass in C over the pairs (refine.pair_metrics, and for the link loads torus_loads,
-tree_loads or dragonfly_loads: a 10^6-rank report of four mappings took 30-40 s in numpy on a
+or the networks' own link_loads in C, switch_loads and dragonfly_loads: a 10^6-rank report of four mappings took 30-40 s in numpy on a
 torus, 21 s on a fat tree); numpy_only: the numpy passes, vectorized over the nonzeros of W, taken CHUNK at a time (memory: the matrix plus
 a fixed amount). The tests hold the two to the same numbers."""
 from __future__ import annotations
@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from rankmap.mapper import refine
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.network import Dragonfly, Hierarchy
+from rankmap.mapper.network import Dragonfly, Hierarchy, SwitchTree
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.formats import symmetric
@@ -49,14 +49,14 @@ def _node_pair_loads(na: np.ndarray, nb: np.ndarray, w: np.ndarray, machine: Mac
                      numpy_only: bool = False) -> np.ndarray:
     """Bytes per directed network link for traffic w from node na to node nb (na != nb)."""
     net = machine.network
-    if isinstance(net, Dragonfly) and not numpy_only:
+    if isinstance(net, (Dragonfly, SwitchTree)) and not numpy_only:
         return net.link_loads(na, nb, w).ravel()      # one pass in C: no need to aggregate
     if len(w):   # aggregate node pairs first: routes depend only on the nodes
         key = na * machine.nnodes + nb
         uk, inv = np.unique(key, return_inverse=True)
         w = np.bincount(inv, weights=w)
         na, nb = uk // machine.nnodes, uk % machine.nnodes
-    if isinstance(net, Dragonfly):
+    if isinstance(net, (Dragonfly, SwitchTree)):
         return net.link_loads(na, nb, w, numpy_only=True).ravel()
     if net is not None:
         return net.link_loads(na, nb, w).ravel()
@@ -95,14 +95,6 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray, numpy_only: b
         loads = np.zeros(machine.network.positions * len(machine.network.dims) * 2)
         refine.torus_loads(view, loads, c.row, c.col, c.data, _in_machine(slot, machine, c.shape[0]))
         return loads
-    if view is not None and view.tree:
-        net = machine.network
-        sizes = net._sizes()
-        loads = np.zeros(2 * sum(sizes))
-        refine.tree_loads(view, loads, np.concatenate([[0], np.cumsum(sizes)]), c.row, c.col, c.data,
-                          _in_machine(slot, machine, c.shape[0]))
-        cap = np.concatenate([net._capacity(m, size) for m, size in enumerate(sizes)])
-        return loads / np.concatenate([cap, cap])
     total = None
     for part in _chunks(c.nnz):
         na, nb = machine.slot_node[slot[c.row[part]]], machine.slot_node[slot[c.col[part]]]

@@ -112,7 +112,6 @@ class MachineView:
             self.dfly = _dragonfly(machine.network)               # (struct, coordinates) kept alive here
             self.v.dfly = C.pointer(self.dfly[0])
         self.torus = torus
-        self.tree = isinstance(machine.network, SwitchTree)
 
 
 def pair_metrics(view: MachineView, row: np.ndarray, col: np.ndarray, w: np.ndarray, slot: np.ndarray) -> np.ndarray:
@@ -137,19 +136,6 @@ def torus_loads(view: MachineView, loads: np.ndarray, row, col, w, slot) -> None
         raise MemoryError("torus link loads")
     if rc != 0:
         raise TypeError("internal error: refine.torus_loads without a torus")
-
-
-def tree_loads(view: MachineView, loads: np.ndarray, off: np.ndarray, row, col, w, slot) -> None:
-    """Adds the directed pairs' bytes to each switch-tree link they cross, before the division
-    by the links per group (loads: up links at off[m] + group of level m, then the down links,
-    network.SwitchTree.link_loads' layout; contiguous float64)."""
-    row, col, w, slot = _pairs_args(row, col, w, slot)
-    off = np.ascontiguousarray(off, dtype=np.int64)
-    if loads.dtype != np.float64 or not loads.flags.c_contiguous or len(loads) != 2 * int(off[-1]):
-        raise TypeError("internal error: refine.tree_loads adds to a contiguous float64 array of every link")
-    if _lib().rm_tree_loads(C.byref(view.v), len(row), row.ctypes.data, col.ctypes.data, w.ctypes.data,
-                            slot.ctypes.data, off.ctypes.data, int(off[-1]), loads.ctypes.data) != 0:
-        raise TypeError("internal error: refine.tree_loads on a torus")
 
 
 def _pairs_args(row, col, w, slot):
@@ -204,8 +190,6 @@ def _lib():
     lib.rm_dragonfly_loads.argtypes = [C.POINTER(_Dragonfly), C.c_int64, V, V, V, V, V]
     lib.rm_switch_loads.restype = C.c_int64
     lib.rm_switch_loads.argtypes = [V, C.c_int32, C.c_int32, V, C.c_int64, C.c_int64, V, V, V, V, V]
-    lib.rm_tree_loads.restype = C.c_int64
-    lib.rm_tree_loads.argtypes = [C.POINTER(_MachineView), C.c_int64, V, V, V, V, V, C.c_int64, V]
     lib.rm_split_groups.restype = C.c_int64
     lib.rm_split_groups.argtypes = [V, V, V, V, V, C.c_int64, C.c_int32, V, C.c_uint64, V, V, V, V, V, V, C.c_int32]
     return lib

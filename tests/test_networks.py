@@ -188,7 +188,7 @@ def test_torus_link_loads_leave_no_residue_on_unused_links():
     ("n[1-40]", "pack:1 core:2", dict(network="dragonfly:5x4x2:routing=valiant")),
 ])
 def test_metrics_in_c_are_the_numpy_metrics(hosts_, topo, kw):
-    """The report's metrics are one pass in C (refine.pair_metrics, torus_loads, tree_loads,
+    """The report's metrics are one pass in C (refine.pair_metrics, torus_loads, switch_loads,
     dragonfly_loads); the numpy passes are the reference: every metric and every link's load
     the same."""
     import hostlist

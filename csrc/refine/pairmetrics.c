@@ -95,33 +95,6 @@ int64_t rm_pair_metrics(const rm_machine_view *m, int64_t npairs, const int32_t 
     return 0;
 }
 
-int64_t rm_tree_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
-                      const double *w, const int64_t *slot, const int64_t *off, int64_t total, double *loads)
-{
-    if (m->ndims != 0)
-        return -1;
-    int L = m->nlevels, top = m->node_level;
-    for (int64_t i = 0; i < npairs; i++) {
-        if (i + 2 * AHEAD < npairs) {
-            __builtin_prefetch(slot + row[i + 2 * AHEAD]);
-            __builtin_prefetch(slot + col[i + 2 * AHEAD]);
-        }
-        if (i + AHEAD < npairs) {
-            __builtin_prefetch(m->lvl + slot[row[i + AHEAD]] * L);
-            __builtin_prefetch(m->lvl + slot[col[i + AHEAD]] * L);
-        }
-        const int64_t *la = m->lvl + slot[row[i]] * L, *lb = m->lvl + slot[col[i]] * L;
-        int l = 0;
-        while (l <= top && la[l] == lb[l])
-            l++;
-        for (int k = l; k <= top; k++) {
-            loads[off[k] + la[k]] += w[i];
-            loads[total + off[k] + lb[k]] += w[i];
-        }
-    }
-    return 0;
-}
-
 /* run [a, a + len) of a ring (or line) of `size` added to a difference array along one
  * line (base + x * stride, x the coordinate): +w where it starts, -w after it ends; a run
  * over the wrap-around is two */

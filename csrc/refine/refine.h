@@ -90,12 +90,6 @@ int64_t rm_pair_metrics(const rm_machine_view *m, int64_t npairs, const int32_t 
                         const double *w, const int64_t *slot, double *out);
 int64_t rm_torus_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
                        const double *w, const int64_t *slot, double *loads);
-/* loads (+=): bytes per link of a switch tree, network.SwitchTree.link_loads' layout before
- * its division by the links' counts: at level m (0..node_level) the up link of the source's
- * group at offset off[m] + its id, the down link of the target's at total + off[m] + its id,
- * for every route that leaves that group (first differing level <= m) */
-int64_t rm_tree_loads(const rm_machine_view *m, int64_t npairs, const int32_t *row, const int32_t *col,
-                      const double *w, const int64_t *slot, const int64_t *off, int64_t total, double *loads);
 /* out (+=, one row of `size` per route group grp[i], or one row with grp NULL): bytes per link
  * of routes na[i] -> nb[i] (node indices) of w[i] bytes; network.Dragonfly.link_loads */
 int64_t rm_dragonfly_loads(const rm_dragonfly *d, int64_t npairs, const int64_t *na, const int64_t *nb,
