@@ -12,7 +12,10 @@ hop-bytes within `tolerance` of where they started. The nodes' own links are lef
 moving node contents cannot change what a node sends. Everything is computed on the
 node-level traffic, so a move costs one routing of at most nodes^2 pairs; machines of
 more than MAX_NODES nodes (a torus; MAX_NODES_TREE for trees and dragonflies, whose
-routes cost no walk) are left as the cost-driven search made them."""
+routes cost no walk) are left as the cost-driven search made them.
+
+Then `balance_global`, on any machine whose network has global links (trees, Slurm's
+switches, dragonflies; any size): never above block order on the busiest of them."""
 from __future__ import annotations
 
 import numpy as np
@@ -133,3 +136,310 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     for r, s_ in enumerate(slot):
         new[r] = by_node_core[(int(pos[int(n_of[s_])]), int(machine.slot_core[s_]))]
     return new, {"max_link_load_before": start[0], "max_link_load_after": float(loads.max())}
+
+
+GLOBAL_USERS = 4096  # units scored per round: the heaviest users of the busiest global link
+GLOBAL_MOVERS = 8    # of those, tried: the ones whose move unloads that link most
+GLOBAL_TARGETS = 4   # groups each may go to: the ones where it unloads the link most
+GLOBAL_PARTNERS = 4  # units of that group each may trade places with: the same, the other way
+GLOBAL_COSTED = 64   # improving swaps whose cost is computed: those that unload the link most
+GLOBAL_PASS_SLACK = 32  # swaps a pass goes on past its best point before it is rolled back to it
+GLOBAL_LONG_PASS = 256  # the same, once, after a pass that found nothing
+GLOBAL_LONG_WORK = 10 ** 8  # ... on up to this many units x swaps
+GLOBAL_MAX_SWAPS = 4000
+DENSE_GROUP_ENTRIES = 1 << 22   # units x groups entries kept dense (two arrays of 32 MB at most)
+
+
+def global_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray | None:
+    """The loads of the network's global links (the links into the top of a tree, a
+    dragonfly's links between groups) under the mapping; None on a network without them."""
+    net = machine.network
+    if not hasattr(net, "global_share") or net.groups.shape[1] < 2:
+        return None                       # (one switch: its only links are the nodes' own)
+    K, G = net.global_share()
+    c = sp.coo_matrix(M)
+    grp = net.groups[machine.slot_node[slot], 0]
+    return np.bincount(grp[c.row] * G + grp[c.col], weights=c.data, minlength=G * G) @ K
+
+
+def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: float,
+                   W: sp.spmatrix | None = None) -> tuple[np.ndarray, dict]:
+    """Moves until the busiest global link carries at most `target` bytes (block order's:
+    never worse there than what the launcher gives). The cost sums bytes x distance over
+    pairs and cannot see one group's uplinks, or one pair of groups' links, carry more than
+    the others: on a dragonfly of 62 groups a random graph's mapping loaded the busiest
+    global link 1.57 x block's (each part's sibling of the last bisection takes a large
+    share of its traffic), AMR traffic on a fat tree of 16 leaves 1.03 x.
+
+    First the contents of whole second-level units (a dragonfly's routers, a 3-level tree's
+    leaf switches, else nodes) trade groups, each node's ranks keeping their cores; then, if
+    the link is still above, single ranks (W, the symmetric graph the cost is taken on,
+    scores their cost). M: the directed traffic without its diagonal."""
+    net = machine.network
+    K, G = net.global_share()
+    info = {"global_before": None, "swaps": 0, "cost_added": 0.0}
+    top = net.groups[:, 0]
+    unit = net.groups[:, 1] if net.groups.shape[1] > 2 else np.arange(machine.nnodes)
+    # ranks of a unit move with it: only units of the same shape (nodes of the same kinds and
+    # cores given) trade places, node k of one onto node k of the other
+    by_core = np.lexsort((machine.slot_core, machine.slot_node))     # the slots, node by node, by core
+    bounds = np.searchsorted(machine.slot_node[by_core], np.arange(machine.nnodes + 1))
+    cores = machine.slot_core[by_core]
+    node_kind = np.unique([hash((t.spec, cores[bounds[k]:bounds[k + 1]].tobytes()))
+                           for k, t in enumerate(machine.topos)], return_inverse=True)[1]
+    uids, u_of_node = np.unique(unit, return_inverse=True)
+    order = np.argsort(u_of_node, kind="stable")
+    nodes_of = np.split(order, np.searchsorted(u_of_node[order], np.arange(1, len(uids))))
+    shape = np.unique([hash(node_kind[x].tobytes()) for x in nodes_of], return_inverse=True)[1]
+    rank_unit = u_of_node[machine.slot_node[slot]]
+    c = sp.coo_matrix(M)
+    x = rank_unit[c.row] != rank_unit[c.col]
+    nu = len(uids)
+    Mu = sp.csr_matrix((c.data[x], (rank_unit[c.row[x]], rank_unit[c.col[x]])), shape=(nu, nu))
+    Mu.sum_duplicates()
+    # two units' nodes first differ at the top level or at the units' own: a byte between them
+    # costs one of two distances
+    u_top = top[[x[0] for x in nodes_of]]
+    rep = by_core[bounds[[x[0] for x in nodes_of]]]             # a slot of each unit
+    d_far = float(machine.distance(rep[:1], rep[np.flatnonzero(u_top != u_top[0])[:1]])[0]) \
+        if (u_top != u_top[0]).any() else 0.0
+    near = [np.flatnonzero(u_top == g)[:2] for g in np.unique(u_top)]
+    near = next((x for x in near if len(x) == 2), None)
+    d_near = float(machine.distance(rep[near[:1]], rep[near[1:]])[0]) if near is not None else d_far
+    # (the long pass is left to the last phase: the ranks')
+    pos, got = _swap_to_target(Mu, None, np.arange(nu), u_top, shape, (d_near, d_far), K, G, target,
+                               long_pass=W is None)
+    if got:
+        info.update(got)
+        moved = np.empty(machine.nnodes, dtype=np.int64)      # node -> the node its ranks go to
+        for k in range(nu):
+            moved[nodes_of[k]] = nodes_of[pos[k]]
+        nth = np.empty(machine.nslots, dtype=np.int64)       # a slot's place among its node's, by core
+        nth[by_core] = np.arange(machine.nslots) - bounds[machine.slot_node[by_core]]
+        slot = by_core[bounds[moved[machine.slot_node[slot]]] + nth[slot]]
+    if W is not None and got.get("global_after", info["global_before"] or np.inf) > target:
+        gpos = top[machine.slot_node]
+        pos, more = _swap_to_target(M, W, slot.copy(), gpos, np.zeros(machine.nslots, np.int64), machine.distance,
+                                    K, G, target)
+        if more:
+            info["global_before"] = info["global_before"] or more["global_before"]
+            info["global_after"] = more["global_after"]
+            info["swaps"] += more["swaps"]
+            info["cost_added"] += more["cost_added"]
+            slot = pos
+    return slot, (info if info["swaps"] else {})
+
+
+def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, group_of_pos: np.ndarray,
+                    kind: np.ndarray, dist, K: sp.csr_matrix, G: int, target: float,
+                    long_pass: bool = True) -> tuple[np.ndarray, dict]:
+    """The search behind balance_global, on units (ranks, or whole routers, switches, nodes):
+    unit i sits on position pos[i], in group group_of_pos[pos[i]]; units trade positions
+    when the positions' kinds agree; dist(pa, pb): the cost of a byte between positions
+    (W: the symmetric graph the cost is taken on), or (near, far) for units that are whole
+    subtrees under the top (W None: M's both ways), a byte costing `near` within a group.
+    Each round takes the heaviest users of the busiest global link, scores trading places
+    with the units of the groups where that unloads the link most (exactly, on the G x G
+    group traffic: O(G) a candidate), and takes, of those that lower (busiest global load,
+    sum of squares), the one with the least cost added per byte taken off that link.
+    Passes in the manner of Fiduccia-Mattheyses: when no swap helps, the least bad is taken
+    (each unit once a pass), and the pass is rolled back to its best point."""
+    Kc = K.tocsc()
+    M = sp.csr_matrix(M)
+    MT = M.T.tocsr()
+    W = sp.csr_matrix(W) if W is not None else None
+    n = M.shape[0]
+    grp = group_of_pos[pos].astype(np.int64)
+    c = M.tocoo()
+    loads = np.bincount(grp[c.row] * G + grp[c.col], weights=c.data, minlength=G * G) @ K
+    del c
+    start, swaps, added = float(loads.max()), 0, 0.0
+
+    def to_groups(A: sp.csr_matrix, units: np.ndarray) -> np.ndarray:
+        """Bytes from each of `units` to each group (rows of A: M out, MT in), dense len x G."""
+        if dense is not None:
+            return dense[int(A is MT)][units]
+        sub = A[units]
+        r = np.repeat(np.arange(len(units)), np.diff(sub.indptr))
+        return np.bincount(r * G + grp[sub.indices], weights=sub.data, minlength=len(units) * G).reshape(-1, G)
+
+    # few units (routers, switches, nodes): every unit's bytes to and from each group, kept
+    # up to date at each swap instead of read off M's rows each round (10^6 ranks on 1,984
+    # routers: 8 of 23 s)
+    dense = None
+    if n * G <= DENSE_GROUP_ENTRIES:
+        dense = np.stack([to_groups(M, np.arange(n)), to_groups(MT, np.arange(n))])
+
+    def moved(u: int, a: int, b: int):
+        """Unit u went from group a to group b: its neighbours' bytes to and from groups."""
+        if dense is None:
+            return
+        for side, A in ((0, MT), (1, M)):              # who sends to u: their bytes to groups
+            lo, hi = A.indptr[u], A.indptr[u + 1]
+            x, w = A.indices[lo:hi], A.data[lo:hi]
+            dense[side, x, a] -= w
+            dense[side, x, b] += w
+
+    def swap_costs(us: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        """The cost change of each swap: the edges to the other units change length, the
+        edge between the two does not."""
+        out = np.zeros(len(us))
+        for x, y in ((us, vs), (vs, us)):
+            sub = W[x]
+            k = np.repeat(np.arange(len(x)), np.diff(sub.indptr))
+            keep = sub.indices != y[k]
+            k, nb, w = k[keep], sub.indices[keep], sub.data[keep]
+            out += np.bincount(k, weights=w * (dist(pos[y[k]], pos[nb]) - dist(pos[x[k]], pos[nb])), minlength=len(x))
+        return out
+
+    def pairs(locked: np.ndarray):
+        """Candidate swaps (u, v), the busiest link, and the global loads after each."""
+        hot = int(np.argmax(loads))
+        S = Kc[:, hot].toarray().reshape(G, G)
+        # the link's bytes come from the units of the groups whose row of S is not zero:
+        # only their edges are read (a dragonfly's link between two groups: 2 of 62 groups)
+        src = np.flatnonzero(S.any(axis=1)[grp])
+        sub = M[src]
+        r = np.repeat(src, np.diff(sub.indptr))
+        on_hot = sub.data * S[grp[r], grp[sub.indices]]
+        weight = np.bincount(r, weights=on_hot, minlength=n) + np.bincount(sub.indices, weights=on_hot, minlength=n)
+        weight[locked] = 0
+        users = np.flatnonzero(weight > 0)
+        if len(users) > GLOBAL_USERS:
+            users = np.sort(users[np.argpartition(-weight[users], GLOBAL_USERS)[:GLOBAL_USERS]])
+        if not len(users):
+            return None
+        d_u = _hot_deltas(to_groups(M, users), to_groups(MT, users), S, grp[users])
+        movers = np.argsort(d_u.min(axis=1), kind="stable")[:GLOBAL_MOVERS]
+        pu, pv, pa, pb = [], [], [], []
+        partners = {}                      # (A, B, kind) -> the units of B whose move to A unloads the link most
+        for k in movers:
+            u, A = int(users[k]), int(grp[users[k]])
+            d = d_u[k].copy()
+            d[A] = np.inf
+            for B in np.argsort(d, kind="stable")[:GLOBAL_TARGETS]:
+                B, key = int(B), (A, int(B), int(kind[pos[u]]))
+                if key not in partners:
+                    cand = np.flatnonzero((grp == B) & ~locked & (kind[pos] == key[2]))
+                    dv = _hot_deltas(to_groups(M, cand), to_groups(MT, cand), S, np.full(len(cand), B))[:, A]
+                    partners[key] = cand[np.argsort(dv, kind="stable")[:GLOBAL_PARTNERS]]
+                for v in partners[key]:
+                    pu.append(u), pv.append(int(v)), pa.append(A), pb.append(B)
+        if not pu:
+            return None
+        pu, pv, pa, pb = map(np.array, (pu, pv, pa, pb))
+        npair = len(pu)
+        uniq_u, inv_u = np.unique(pu, return_inverse=True)
+        ou, iu = to_groups(M, uniq_u)[inv_u], to_groups(MT, uniq_u)[inv_u]
+        uniq_v, inv_v = np.unique(pv, return_inverse=True)
+        ov, iv = to_groups(M, uniq_v)[inv_v], to_groups(MT, uniq_v)[inv_v]
+        muv = np.asarray(M[pu, pv]).ravel()
+        mvu = np.asarray(M[pv, pu]).ravel()
+        ar = np.arange(npair)
+        # the pair's own bytes move separately: u -> v goes from (A, B) to (B, A), v -> u back
+        ou[ar, pb] -= muv
+        iu[ar, pb] -= mvu
+        ov[ar, pa] -= mvu
+        iv[ar, pa] -= muv
+        dout, din = ov - ou, iv - iu            # row A gains v's and loses u's; row B the reverse
+        gi = np.arange(G)
+        rows = np.concatenate([pa[:, None] * G + gi, pb[:, None] * G + gi,
+                               gi * G + pa[:, None], gi * G + pb[:, None],
+                               (pa * G + pb)[:, None], (pb * G + pa)[:, None]], axis=1)
+        vals = np.concatenate([dout, -dout, din, -din, (mvu - muv)[:, None], (muv - mvu)[:, None]], axis=1)
+        # (rows with repeated columns: the product sums them)
+        dP = sp.csr_matrix((vals.ravel(), rows.ravel(), np.arange(npair + 1) * rows.shape[1]), shape=(npair, G * G))
+        if W is None:                           # the cost on the group vectors: near within a group, far across
+            tu, tv = ou + iu, ov + iv
+            dcost = (dist[1] - dist[0]) * (tu[ar, pa] - tu[ar, pb] + tv[ar, pb] - tv[ar, pa])
+        else:
+            dcost = None
+        return pu, pv, hot, sp.csr_matrix(dP @ K), dcost
+
+    def score(x: np.ndarray) -> tuple:
+        return float(x.max()), float((x ** 2).sum())
+
+    def trade(u: int, v: int):
+        a, b = int(grp[u]), int(grp[v])
+        pos[u], pos[v] = pos[v], pos[u]
+        grp[u], grp[v] = b, a
+        moved(u, a, b)
+        moved(v, b, a)
+
+    slack = GLOBAL_PASS_SLACK
+    while loads.max() > target and swaps < GLOBAL_MAX_SWAPS:
+        locked = np.zeros(n, bool)
+        done, best_at, best_score, spent, best_added = [], 0, score(loads), 0.0, 0.0
+        while len(done) - best_at < slack and swaps + len(done) < GLOBAL_MAX_SWAPS:
+            got = pairs(locked)
+            if got is None:
+                break
+            pu, pv, hot, delta, dcost = got
+            cur = score(loads)
+            mx, sq = _scores(loads, delta)
+            red = -delta[:, hot].toarray().ravel()
+            ok = ((mx < cur[0]) | ((mx <= cur[0]) & (sq < cur[1]))) & (red > 0)
+            if ok.any():
+                idx = np.flatnonzero(ok)
+                # the cost of the ones that take the most off the link (rows of W are long)
+                idx = idx[np.argsort(-red[idx], kind="stable")[:GLOBAL_COSTED]]
+                dc = dcost[idx] if dcost is not None else swap_costs(pu[idx], pv[idx])
+                j = int(np.argmin(dc / red[idx]))
+                k, cost = int(idx[j]), float(dc[j])
+            else:
+                k = int(np.lexsort((sq, mx))[0])
+                cost = float(dcost[k] if dcost is not None else swap_costs(pu[k:k + 1], pv[k:k + 1])[0])
+            trade(int(pu[k]), int(pv[k]))
+            locked[pu[k]] = locked[pv[k]] = True
+            done.append((int(pu[k]), int(pv[k]), loads))
+            loads = loads + delta[k].toarray().ravel()
+            spent += cost
+            if score(loads) < best_score:
+                best_at, best_score, best_added = len(done), score(loads), spent
+                if loads.max() <= target:
+                    break
+        for u, v, before in reversed(done[best_at:]):        # back to the pass's best point
+            trade(u, v)
+            loads = before
+        swaps += best_at
+        added += best_added
+        if not best_at:
+            # a pass found nothing: once, a longer one (AMR traffic on a fat tree of 8 leaves:
+            # 90 swaps to get the busiest leaf's uplinks from 1.017 to 1.000 x block's)
+            if not long_pass or slack >= GLOBAL_LONG_PASS or n * GLOBAL_LONG_PASS > GLOBAL_LONG_WORK:
+                break
+            slack = GLOBAL_LONG_PASS
+    if not swaps:
+        return pos, {}
+    return pos, {"global_before": start, "global_after": float(loads.max()), "swaps": swaps, "cost_added": added}
+
+
+def _scores(loads: np.ndarray, delta: sp.csr_matrix, top: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """(busiest load, sum of squares) of loads + each row of the sparse delta, reading only
+    each row's nonzeros: the busiest link a row does not touch is the first of the `top`
+    busiest it leaves alone (its row made dense only when it touches all of them)."""
+    r = np.repeat(np.arange(delta.shape[0]), np.diff(delta.indptr))
+    old = loads[delta.indices]
+    new = old + delta.data
+    sq = float((loads ** 2).sum()) + np.bincount(r, weights=new ** 2 - old ** 2, minlength=delta.shape[0])
+    mx = np.full(delta.shape[0], -np.inf)
+    np.maximum.at(mx, r, new)
+    best = np.argsort(-loads, kind="stable")[:top]
+    hit = delta[:, best].toarray() != 0
+    free = ~hit
+    first = free.argmax(axis=1)
+    rest = np.where(free.any(axis=1), loads[best][first], np.nan)
+    for k in np.flatnonzero(~free.any(axis=1)):
+        row = loads.copy()
+        row[delta.indices[delta.indptr[k]:delta.indptr[k + 1]]] = -np.inf
+        rest[k] = row.max()
+    return np.maximum(mx, rest), sq
+
+
+def _hot_deltas(out: np.ndarray, inn: np.ndarray, S: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """(ranks x G): the change of the busiest link's load if rank k (bytes `out[k]` to and
+    `inn[k]` from each group) alone moved from group src[k] to each group; S[g, h]: the share
+    of the bytes from group g to group h that the link carries."""
+    X, Y = out @ S.T, inn @ S
+    ar = np.arange(len(src))
+    return X + Y - (X[ar, src] + Y[ar, src])[:, None]

@@ -359,6 +359,20 @@ class SwitchTree(Hierarchy):
         ends = np.asarray(nb if down else na)
         return (self.first_diff(na, nb) <= m) & (self.groups[ends, m] == g)
 
+    def global_share(self):
+        """(K, G): the loads of the global links (link_kinds "global", in link_loads' order)
+        are P.ravel() @ K, P the G x G bytes between the top-level subtrees: a subtree's
+        bytes to the others leave by its uplinks, spread evenly over them. The link
+        balancing moves ranks between subtrees and scores each move on P alone."""
+        import scipy.sparse as sp
+        G = self._sizes()[0]
+        g, h = np.divmod(np.arange(G * G), G)
+        g, h = g[g != h], h[g != h]
+        cap = self._capacity(0, G)
+        return sp.csr_matrix((np.concatenate([1 / cap[g], 1 / cap[h]]),
+                              (np.concatenate([g * G + h] * 2), np.concatenate([g, G + h]))),
+                             shape=(G * G, 2 * G)), G
+
     def link_kinds(self) -> np.ndarray:
         """Per entry of link_loads: "global" for the links into the top switch, "injection"
         for the nodes' own links, "switch" in between."""
@@ -554,6 +568,25 @@ class Dragonfly(Hierarchy):
         for i, lk, _ in self._segments(na, nb):
             hit[i[lk == link]] = True
         return hit
+
+    def global_share(self):
+        """(K, G): the global links' loads (link_kinds "global": from group, to group) are
+        P.ravel() @ K, P the G x G bytes between groups: minimal routes take the pair's own
+        links; Valiant routes give each of the other G - 2 groups an equal share, two global
+        hops through it."""
+        import scipy.sparse as sp
+        G = self.shape[0]
+        g, h = np.divmod(np.arange(G * G), G)
+        g, h = g[g != h], h[g != h]
+        if self.routing != "valiant" or G < 3:
+            return sp.csr_matrix((np.full(len(g), 1.0 / self.global_links), (g * G + h, g * G + h)),
+                                 shape=(G * G, G * G)), G
+        g, h, mid = np.repeat(g, G), np.repeat(h, G), np.tile(np.arange(G), len(g))
+        via = (mid != g) & (mid != h)
+        g, h, mid = g[via], h[via], mid[via]
+        share = np.full(2 * len(g), 1.0 / ((G - 2) * self.global_links))
+        return sp.csr_matrix((share, (np.concatenate([g * G + h] * 2), np.concatenate([g * G + mid, mid * G + h]))),
+                             shape=(G * G, G * G)), G
 
     def link_kinds(self) -> np.ndarray:
         G, A, _ = self.shape

@@ -256,13 +256,16 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
             candidates[best[0]] = c
     if search and algorithm in ("metis", "scotch", "greedy"):
         from rankmap.mapper.linkload import balance
-        s, info = balance(traffic.offdiag(), machine, best[2])
+        offdiag = traffic.offdiag()
+        s, info = balance(offdiag, machine, best[2])
         if info:
             c = prob.cost(s)
             notes.append(f"link balancing: busiest link {info['max_link_load_before']:.4g} -> "
                          f"{info['max_link_load_after']:.4g} B for a cost {c / best[1]:.4f}x")
             best = (best[0] + "+balance", c, s, best[3])
             candidates[best[0]] = c
+        best = _global_links(offdiag, graph, machine, prob, best, defaults["block"], candidates, notes)
+        del offdiag
     if timed_out:
         notes.append(f"the time limit ({cap:g} s) cut the search short: the result depends on the machine's speed")
     best = best[:3]
@@ -294,6 +297,35 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     return Result(slot_of_rank=slot, cost=cost, algorithm=algorithm, chosen=chosen, fell_back=fell_back,
                   candidates=candidates, defaults=default_costs, seconds=time.monotonic() - t0, notes=notes,
                   predicted=predicted)
+
+
+def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tuple, block: np.ndarray,
+                  candidates: dict, notes: list) -> tuple:
+    """Never worse than block order on the busiest global link (the links into the top of
+    a tree, a dragonfly's links between groups: where such machines run short of bandwidth):
+    the cost cannot see one group's links carry more than the others', so a cheaper
+    mapping may; rank and unit swaps (linkload.balance_global) then bring that link down to
+    block's. Where they cannot, the mapping is kept and a note says how far above it is."""
+    from rankmap.mapper.linkload import balance_global, global_loads
+    mine = global_loads(offdiag, machine, best[2])
+    if mine is None or not len(mine):
+        return best
+    target = float(global_loads(offdiag, machine, block).max())
+    if mine.max() <= target:
+        return best
+    s, info = balance_global(offdiag, machine, best[2], target, graph.W)
+    if info:
+        c = prob.cost(s)
+        notes.append(f"global links: the busiest carried {info['global_before'] / target:.4f}x block order's "
+                     f"bytes, {info['global_after'] / target:.4f}x after {info['swaps']} swaps between "
+                     f"groups, for a cost {c / best[1]:.4f}x")
+        best = (best[0] + "+global", c, s, best[3])
+        candidates[best[0]] = c
+        mine = global_loads(offdiag, machine, s)
+    if mine.max() > target:
+        notes.append(f"global links: the busiest carries {mine.max() / target:.4f}x block order's bytes "
+                     "(no swap between groups lowered it further)")
+    return best
 
 
 NOTHING_EXCHANGED = ("no traffic between distinct ranks: every placement costs the same, so the {} order is "
