@@ -370,6 +370,7 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
     while loads.max() > target and swaps < GLOBAL_MAX_SWAPS:
         locked = np.zeros(n, bool)
         done, best_at, best_score, spent, best_added = [], 0, score(loads), 0.0, 0.0
+        climbed = False                     # a swap that made it worse was taken this pass
         while len(done) - best_at < slack and swaps + len(done) < GLOBAL_MAX_SWAPS:
             got = pairs(locked)
             if got is None:
@@ -388,6 +389,7 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
                 k, cost = int(idx[j]), float(dc[j])
             else:
                 k = int(np.lexsort((sq, mx))[0])
+                climbed = True
                 cost = float(dcost[k] if dcost is not None else swap_costs(pu[k:k + 1], pv[k:k + 1])[0])
             trade(int(pu[k]), int(pv[k]))
             locked[pu[k]] = locked[pv[k]] = True
@@ -396,8 +398,8 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
             spent += cost
             if score(loads) < best_score:
                 best_at, best_score, best_added = len(done), score(loads), spent
-                if loads.max() <= target:
-                    break
+                if loads.max() <= target or climbed:
+                    break                   # (past a climb: a new pass, its ranks free again)
         for u, v, before in reversed(done[best_at:]):        # back to the pass's best point
             trade(u, v)
             loads = before
