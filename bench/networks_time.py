@@ -12,6 +12,14 @@ busiest link and network hop-bytes, each over block order's.
 --ab: each case twice, side by side in one run, with KaHIP's splits into 8+ blocks filled
 exactly (backends.EXACT_SLACK_MIN_BLOCKS off: before that rule) and as now; the costs' ratio
 and both times are printed.
+
+--ab-global: each case twice, without the global-link step (solve._global_links: never above
+block's busiest global link) and as now; printed: the max global-link load over block's
+without it, and the costs' ratio now / without. Larger machines by node count, e.g. 10^5 and
+10^6 ranks of random traffic on dragonflies of 62 groups:
+
+    .venv/bin/python bench/networks_time.py --ab-global --families random \
+        --machines dragonfly:62x8x7@3125,dragonfly:62x32x16@31250
 """
 from __future__ import annotations
 
@@ -39,15 +47,17 @@ def traffic(fam: str, p: int):
     return I.GENERATORS[fam](p, 1000)[0]
 
 
-def timed(t: Traffic, m, exact: bool):
-    keep = backends.EXACT_SLACK_MIN_BLOCKS
+def timed(t: Traffic, m, exact: bool = False, no_global: bool = False):
+    keep, keep_global = backends.EXACT_SLACK_MIN_BLOCKS, solve._global_links
     backends.EXACT_SLACK_MIN_BLOCKS = 10 ** 9 if exact else keep
+    if no_global:
+        solve._global_links = lambda offdiag, graph, machine, prob, best, *rest: best
     try:
         c0 = time.process_time()
         r = solve.solve(t, m, seed=0)
         return r, time.process_time() - c0
     finally:
-        backends.EXACT_SLACK_MIN_BLOCKS = keep
+        backends.EXACT_SLACK_MIN_BLOCKS, solve._global_links = keep, keep_global
 
 
 def main():
@@ -55,26 +65,33 @@ def main():
     ap.add_argument("--machines", default=MACHINES, help="comma list of NETWORK@NODES")
     ap.add_argument("--families", default=FAMILIES)
     ap.add_argument("--ab", action="store_true", help="KaHIP's many-block splits exact (before) and with room (now)")
+    ap.add_argument("--ab-global", action="store_true", help="without the global-link step (before) and with it (now)")
     args = ap.parse_args()
     over = 0
-    print(f"{'machine':20} {'traffic':10} {'ranks':>6} {'CPU s':>7} {'cost':>6} {'global':>6} {'link':>6} {'hop-B':>6}"
-          + ("   exact: CPU s, cost now/exact" if args.ab else ""), flush=True)
+    print(f"{'machine':20} {'traffic':10} {'ranks':>7} {'CPU s':>7} {'cost':>6} {'global':>6} {'link':>6} {'hop-B':>6}"
+          + ("   exact: CPU s, cost now/exact" if args.ab else "")
+          + ("   without the step: CPU s, global, cost now/without" if args.ab_global else ""), flush=True)
     for spec in args.machines.split(","):
         net, nodes = spec.split("@")
         m = mach.build([f"n{i}" for i in range(int(nodes))], ["pack:2 core:16"], network=net)
         for fam in args.families.split(","):
             W = traffic(fam, m.nslots)
             t = Traffic(bytes=W, source=fam, format="synthetic")
-            r, sec = timed(t, m, exact=False)
+            r, sec = timed(t, m)
             e = metrics.evaluate(W, m, r.slot_of_rank)
             b = metrics.evaluate(W, m, baselines.block(W.shape[0], m))
             glob = e.get("max_global_link_load", 0.0) / (b.get("max_global_link_load") or 1.0)
-            line = (f"{net:20} {fam:10} {W.shape[0]:6d} {sec:7.2f} {e['sum_com'] / b['sum_com']:6.3f} {glob:6.3f} "
+            line = (f"{net:20} {fam:10} {W.shape[0]:7d} {sec:7.2f} {e['sum_com'] / b['sum_com']:6.3f} {glob:6.3f} "
                     f"{e['max_link_load'] / b['max_link_load']:6.3f} {e['net_hop_bytes'] / b['net_hop_bytes']:6.3f}")
             over += sec > 3.0
             if args.ab:
                 r0, sec0 = timed(t, m, exact=True)
                 line += f"   {sec0:7.2f} {r.cost / r0.cost:8.5f}"
+            if args.ab_global:
+                r0, sec0 = timed(t, m, no_global=True)
+                e0 = metrics.evaluate(W, m, r0.slot_of_rank)
+                glob0 = e0.get("max_global_link_load", 0.0) / (b.get("max_global_link_load") or 1.0)
+                line += f"   {sec0:7.2f} {glob0:6.3f} {r.cost / r0.cost:8.5f}"
             print(line, flush=True)
     print(f"above 3 s: {over}")
 
