@@ -9,8 +9,10 @@ up to STRONG_GRAPH_MAX_WORK. All are deterministic for a given seed. Each return
 per vertex; the caller repairs capacities and keeps the lowest cut."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
+import ctypes
 import importlib
 import importlib.util
 import math
@@ -244,6 +246,32 @@ def metis_seed(seed: int) -> int:
     return METIS_SEED_ONE if s == 1 else s
 
 
+@contextmanager
+def c_stdout_quiet():
+    """The process's stdout (file descriptor 1) closed to what C code prints meanwhile.
+    METIS complains with printf where a recursive bisection asks for a part of about one
+    vertex ("***Cannot bisect a graph with 0 vertices!": 83 ranks on 32 nodes of 3-5 cores)
+    and partitions anyway; the caller repairs capacities. Printed, it went into the JSON
+    that `rankmap map --json` writes to stdout. C's buffer is flushed before fd 1 comes back,
+    so nothing it held reaches the output later."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        _libc().fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+@lru_cache(maxsize=None)
+def _libc():
+    return ctypes.CDLL(None)
+
+
 def metis(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
           kway: bool = True) -> list[np.ndarray]:
     """METIS recursive bisection (and k-way where it is cheap), block sizes in proportion
@@ -257,16 +285,18 @@ def metis(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
     ufactor = max(1, int(1000 * min((c / (n * c / total_cap)) - 1 for c in caps))) if n else 1
     if len(col) > libmetis.BIG_NNZ and not (kway and k > 2) and libmetis.available():
         # 32-bit indices: less than half the memory (10^6 ranks), weights scaled to 31 bits
-        part = libmetis.part_recursive(indptr, col, _int_weights(w, 2.0 ** 30, np.int32), tp, min(ufactor, 500),
-                                       seed)
+        with c_stdout_quiet():
+            part = libmetis.part_recursive(indptr, col, _int_weights(w, 2.0 ** 30, np.int32), tp,
+                                           min(ufactor, 500), seed)
         if part is not None:
             return [part]
     adj = pymetis.CSRAdjacency(indptr, col)
     weights = _int_weights(w, 2.0 ** 40)
     out = []
     for recursive in ((True, False) if kway and k > 2 else (True,)):
-        res = pymetis.part_graph(k, adjacency=adj, eweights=weights, tpwgts=tp, recursive=recursive,
-                                 options=pymetis.Options(seed=int(seed) % (2 ** 31), ufactor=min(ufactor, 500)))
+        with c_stdout_quiet():
+            res = pymetis.part_graph(k, adjacency=adj, eweights=weights, tpwgts=tp, recursive=recursive,
+                                     options=pymetis.Options(seed=int(seed) % (2 ** 31), ufactor=min(ufactor, 500)))
         out.append(np.asarray(res.vertex_part, dtype=np.int64))
     return out
 
