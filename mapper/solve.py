@@ -307,10 +307,11 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
     mapping may; rank and unit swaps (linkload.balance_global) then bring that link down to
     block's. Where they cannot, the mapping is kept and a note says how far above it is."""
     from rankmap.mapper.linkload import balance_global, global_loads
-    mine = global_loads(offdiag, machine, best[2])
+    pairs = offdiag.tocoo()                 # (read three times below: 10^6 ranks, 8 * 10^6 pairs)
+    mine = global_loads(pairs, machine, best[2])
     if mine is None or not len(mine):
         return best
-    target = float(global_loads(offdiag, machine, block).max())
+    target = float(global_loads(pairs, machine, block).max())
     if mine.max() <= target:
         return best
     s, info = balance_global(offdiag, machine, best[2], target, graph.W)
@@ -321,7 +322,7 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
                      f"groups, for a cost {c / best[1]:.4f}x")
         best = (best[0] + "+global", c, s, best[3])
         candidates[best[0]] = c
-        mine = global_loads(offdiag, machine, s)
+        mine = global_loads(pairs, machine, s)
     if mine.max() > target:
         notes.append(f"global links: the busiest carries {mine.max() / target:.4f}x block order's bytes "
                      "(no swap between groups lowered it further)")
