@@ -147,6 +147,7 @@ GLOBAL_PASS_SLACK = 32  # swaps a pass goes on past its best point before it is 
 GLOBAL_LONG_PASS = 256  # the same, once, after a pass that found nothing
 GLOBAL_LONG_WORK = 10 ** 8  # ... on up to this many units x swaps
 GLOBAL_MAX_SWAPS = 4000
+GLOBAL_RANK_WORK = 2 * 10 ** 8  # rounds x ranks for the ranks' phase (10^6 ranks: 200 rounds)
 DENSE_GROUP_ENTRIES = 1 << 22   # units x groups entries kept dense (two arrays of 32 MB at most)
 
 
@@ -380,11 +381,14 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
         moved(v, b, a)
 
     slack = GLOBAL_PASS_SLACK
-    while loads.max() > target and swaps < GLOBAL_MAX_SWAPS:
+    rounds = GLOBAL_MAX_SWAPS if W is None else max(1, min(GLOBAL_MAX_SWAPS, GLOBAL_RANK_WORK // n))
+    steps = 0                               # every round counts, the rolled-back ones too
+    while loads.max() > target and swaps < GLOBAL_MAX_SWAPS and steps < rounds:
         locked = np.zeros(n, bool)
         done, best_at, best_score, spent, best_added = [], 0, score(loads), 0.0, 0.0
         climbed = False                     # a swap that made it worse was taken this pass
-        while len(done) - best_at < slack and swaps + len(done) < GLOBAL_MAX_SWAPS:
+        while len(done) - best_at < slack and swaps + len(done) < GLOBAL_MAX_SWAPS and steps < rounds:
+            steps += 1
             got = pairs(locked)
             if got is None:
                 break
