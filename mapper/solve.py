@@ -318,7 +318,8 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
     if info:
         c = prob.cost(s)
         notes.append(f"global links: the busiest carried {info['global_before'] / target:.4f}x block order's "
-                     f"bytes, {info['global_after'] / target:.4f}x after {info['swaps']} swaps between "
+                     f"bytes, {info['global_after'] / target:.4f}x after {info['swaps']} swap"
+                     f"{'s' if info['swaps'] != 1 else ''} between "
                      f"groups, for a cost {c / best[1]:.4f}x")
         best = (best[0] + "+global", c, s, best[3])
         candidates[best[0]] = c
