@@ -52,10 +52,7 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     if not len(g_all):
         return slot, {}
     w_all = Q[g_all, h_all]
-    # nodes trade contents only with their own kind: the same topology and the same cores given
-    # (a machine reduced to some slots of each node: --fill spread, a scattered node set's counts)
-    cores_of = [tuple(sorted(machine.slot_core[machine.slot_node == k].tolist())) for k in range(machine.nnodes)]
-    kind = np.array([hash((t.spec, c)) for t, c in zip(machine.topos, cores_of)])
+    kind = _node_kinds(machine)[0]        # nodes trade contents only with their own kind
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
     loads = net.link_loads(pos[g_all], pos[h_all], w_all, injection=False).ravel()
     if not len(loads):
@@ -151,6 +148,19 @@ GLOBAL_RANK_WORK = 2 * 10 ** 8  # rounds x ranks for the ranks' phase (10^6 rank
 DENSE_GROUP_ENTRIES = 1 << 22   # units x groups entries kept dense (two arrays of 32 MB at most)
 
 
+def _node_kinds(machine: Machine) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kind of each node, the slots node by node and by core, each node's first place in
+    that order). Nodes of one kind have the same topology and the same cores given (a machine
+    reduced to some slots of each node: --fill spread, a scattered node set's counts): their
+    contents can trade places, each rank keeping its core."""
+    by_core = np.lexsort((machine.slot_core, machine.slot_node))
+    bounds = np.searchsorted(machine.slot_node[by_core], np.arange(machine.nnodes + 1))
+    cores = machine.slot_core[by_core]
+    kind = np.unique([hash((t.spec, cores[bounds[k]:bounds[k + 1]].tobytes()))
+                      for k, t in enumerate(machine.topos)], return_inverse=True)[1]
+    return kind, by_core, bounds
+
+
 def global_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarray | None:
     """The loads of the network's global links (the links into the top of a tree, a
     dragonfly's links between groups) under the mapping; None on a network without them."""
@@ -183,11 +193,7 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
     unit = net.groups[:, 1] if net.groups.shape[1] > 2 else np.arange(machine.nnodes)
     # ranks of a unit move with it: only units of the same shape (nodes of the same kinds and
     # cores given) trade places, node k of one onto node k of the other
-    by_core = np.lexsort((machine.slot_core, machine.slot_node))     # the slots, node by node, by core
-    bounds = np.searchsorted(machine.slot_node[by_core], np.arange(machine.nnodes + 1))
-    cores = machine.slot_core[by_core]
-    node_kind = np.unique([hash((t.spec, cores[bounds[k]:bounds[k + 1]].tobytes()))
-                           for k, t in enumerate(machine.topos)], return_inverse=True)[1]
+    node_kind, by_core, bounds = _node_kinds(machine)
     uids, u_of_node = np.unique(unit, return_inverse=True)
     order = np.argsort(u_of_node, kind="stable")
     nodes_of = np.split(order, np.searchsorted(u_of_node[order], np.arange(1, len(uids))))
