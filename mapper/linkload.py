@@ -231,7 +231,7 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
         nth = np.empty(machine.nslots, dtype=np.int64)       # a slot's place among its node's, by core
         nth[by_core] = np.arange(machine.nslots) - bounds[machine.slot_node[by_core]]
         slot = by_core[bounds[moved[machine.slot_node[slot]]] + nth[slot]]
-    if W is not None and got.get("global_after", info["global_before"] or np.inf) > target:
+    if W is not None and (not got or got["global_after"] > target):
         gpos = top[machine.slot_node]
         pos, more = _swap_to_target(M, W, slot.copy(), gpos, np.zeros(machine.nslots, np.int64), machine.distance,
                                     K, G, target)
