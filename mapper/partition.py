@@ -43,6 +43,12 @@ SMALL_SPLIT = 64
 # Greedy starts per small split where the top splits found no structure (split_candidates'
 # verdict: random-like traffic), 0 = smallsplit.c's rule (8 starts, 1 in huge batches)
 UNSTRUCTURED_STARTS = 1
+# On those graphs a split METIS alone cuts into parts of at most this many ranks (a
+# dragonfly's router into 16 nodes, a fat tree's leaf switch into 32) is its recursive
+# bisection only: its k-way split there took 4x the time and cut 5-20 % more on 95 % of them
+# (10^5 ranks, random and stencil traffic). Into bigger parts (a group into its routers)
+# k-way stays a candidate: without it 10^5 random ranks on a fat tree cost 0.27 % more
+BATCHED_RB_PART = 64
 
 # A subtree whose ranks fill at least this share of its slots uses all its children: the
 # slack then lets the partitioner cut less, and an idle child gains nothing
@@ -110,16 +116,19 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
           verdict: dict | None = None, units: bool = False, keep: tuple | None = None,
-          deadline: float | None = None, skewed: bool = False, tree_split: bool = False) -> np.ndarray:
+          deadline: float | None = None, skewed: bool = False, tree_split: bool = False,
+          batched: bool = False) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
     return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units,
-                            keep=keep, deadline=deadline, skewed=skewed, tree_split=tree_split)[0][1]
+                            keep=keep, deadline=deadline, skewed=skewed, tree_split=tree_split,
+                            batched=batched)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
                      only_part: bool = False, verdict: dict | None = None, units: bool = False,
-                     keep: tuple | None = None, deadline: float | None = None, skewed: bool = False, tree_split: bool = False) -> list:
+                     keep: tuple | None = None, deadline: float | None = None, skewed: bool = False, tree_split: bool = False,
+                     batched: bool = False) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -134,7 +143,9 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     skewed: the graph's degrees are skewed (degree_skewed): V-cycles from the lowest-cut
     candidate only, and for one rank per vertex Mt-KaHyPar in KaHIP's place (backends.plan).
     tree_split: a split of hierarchical's machine tree (the root's gets Mt-KaHyPar from
-    scratch on small graphs: backends.ROOT_MTKAHYPAR_MAX_WORK)."""
+    scratch on small graphs: backends.ROOT_MTKAHYPAR_MAX_WORK). batched: hierarchical batches
+    the graph's small splits (BATCHED_SPLITS_ABOVE); a split METIS alone cuts is then its
+    recursive bisection only where its parts are small (BATCHED_RB_PART)."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     k = len(caps)
     if sub.n <= k or sub.nnz == 0:
@@ -145,7 +156,9 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
             np.searchsorted(np.cumsum(caps), np.arange(sub.n), side="right").astype(np.int64)
         return [(math.nan if only_part else sub.cut(part), part)]
     how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units, skewed) if keep is None or h in keep + ("metis",)]
-    cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000)
+    cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed,
+                           kway=sub.n <= 50000 and not (batched and how == ["metis"]
+                                                        and sub.n <= BATCHED_RB_PART * len(caps)))
     # KaHIP's and Mt-KaHyPar's times grow fast on expander-like graphs (random partners:
     # KaHIP 16 s where a mesh of the same size takes 0.1 s), where a better cut gains
     # little: they are used only where METIS cut clearly less than a random split would
@@ -363,7 +376,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 if deadline is not None and time.monotonic() > deadline:
                     keep = LIGHT_BELOW
                 part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep, deadline,
-                             skewed, tree_split=True)
+                             skewed, tree_split=True, batched=batched)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]
