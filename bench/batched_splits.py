@@ -11,6 +11,11 @@ one by one, then a level at a time in C (METIS called from there, libmetis.recur
     .venv/bin/python bench/batched_splits.py --above 5000 social/10k/torus/s1000     # a lower threshold
     .venv/bin/python bench/batched_splits.py --metis random:1000000
     .venv/bin/python bench/batched_splits.py --metis --seeds 0,1,2,3 mix/100k/mesh2/s1000
+    .venv/bin/python bench/batched_splits.py --kway amr/100k/switch4/s1000 amr/100k/hetero3/s1000
+
+--kway: "without" keeps METIS's k-way split as a candidate on every split METIS alone cuts,
+"with" is the rule now (partition.BATCHED_RB_PART: recursive bisection only into parts of up
+to 64 ranks).
 """
 import argparse
 import sys
@@ -52,10 +57,12 @@ def main() -> int:
     ap.add_argument("--above", type=int, default=ON, help=f"batch above this many ranks when on (default {ON})")
     ap.add_argument("--metis", action="store_true",
                     help="compare the METIS splits one by one / in C (the small splits batched both times)")
+    ap.add_argument("--kway", action="store_true",
+                    help="compare METIS's k-way candidate kept on every split / recursive bisection only into small parts")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds, one row each (default 0)")
     a = ap.parse_args()
     seeds = [int(x) for x in a.seeds.split(",")]
-    entry = libmetis.recursive_entry
+    entry, rb_part = libmetis.recursive_entry, partition.BATCHED_RB_PART
     if a.metis and not entry():
         sys.exit("--metis needs the system's 32-bit METIS (Debian: libmetis5; setup.sh installs it)")
     for name, seed in ((n, sd) for n in a.names for sd in seeds):
@@ -63,7 +70,9 @@ def main() -> int:
         t = Traffic(bytes=W, source="bench", format="synthetic")
         row = []
         for on in (False, True):
-            if a.metis:
+            if a.kway:
+                partition.BATCHED_RB_PART = rb_part if on else 0
+            elif a.metis:
                 libmetis.recursive_entry = entry if on else (lambda: None)
             else:
                 partition.BATCHED_SPLITS_ABOVE = a.above if on else 10 ** 12

@@ -20,6 +20,13 @@ without it, and the costs' ratio now / without. Larger machines by node count, e
 
     .venv/bin/python bench/networks_time.py --ab-global --families random \
         --machines dragonfly:62x8x7@3125,dragonfly:62x32x16@31250
+
+--ab-kway: each case twice, with METIS's k-way split as a candidate on every split METIS alone
+cuts (before partition.BATCHED_RB_PART) and as now (recursive bisection only into parts of up
+to 64 ranks, on graphs of batched splits); the costs' ratio now / before and both times:
+
+    .venv/bin/python bench/networks_time.py --ab-kway \
+        --machines dragonfly:7x32x16@3125,fat-tree:4x32x32:oversub=2@3125
 """
 from __future__ import annotations
 
@@ -34,7 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import instances as I  # noqa: E402
 import mapper_scaling as MS  # noqa: E402
 
-from rankmap.mapper import backends, baselines, machine as mach, metrics, solve  # noqa: E402
+from rankmap.mapper import backends, baselines, machine as mach, metrics, partition, solve  # noqa: E402
 from rankmap.profiler.traffic import Traffic  # noqa: E402
 
 MACHINES = "fat-tree:16x20@320,fat-tree:8x40@320,dragonfly:16x8x3@384"
@@ -47,9 +54,10 @@ def traffic(fam: str, p: int):
     return I.GENERATORS[fam](p, 1000)[0]
 
 
-def timed(t: Traffic, m, exact: bool = False, no_global: bool = False):
-    keep, keep_global = backends.EXACT_SLACK_MIN_BLOCKS, solve._global_links
+def timed(t: Traffic, m, exact: bool = False, no_global: bool = False, kway: bool = False):
+    keep, keep_global, keep_rb = backends.EXACT_SLACK_MIN_BLOCKS, solve._global_links, partition.BATCHED_RB_PART
     backends.EXACT_SLACK_MIN_BLOCKS = 10 ** 9 if exact else keep
+    partition.BATCHED_RB_PART = 0 if kway else keep_rb
     if no_global:
         solve._global_links = lambda offdiag, graph, machine, prob, best, *rest: best
     try:
@@ -57,7 +65,7 @@ def timed(t: Traffic, m, exact: bool = False, no_global: bool = False):
         r = solve.solve(t, m, seed=0)
         return r, time.process_time() - c0
     finally:
-        backends.EXACT_SLACK_MIN_BLOCKS, solve._global_links = keep, keep_global
+        backends.EXACT_SLACK_MIN_BLOCKS, solve._global_links, partition.BATCHED_RB_PART = keep, keep_global, keep_rb
 
 
 def main():
@@ -66,11 +74,13 @@ def main():
     ap.add_argument("--families", default=FAMILIES)
     ap.add_argument("--ab", action="store_true", help="KaHIP's many-block splits exact (before) and with room (now)")
     ap.add_argument("--ab-global", action="store_true", help="without the global-link step (before) and with it (now)")
+    ap.add_argument("--ab-kway", action="store_true", help="METIS's k-way candidate on every split (before) and as now")
     args = ap.parse_args()
     over = 0
     print(f"{'machine':20} {'traffic':10} {'ranks':>7} {'CPU s':>7} {'cost':>6} {'global':>6} {'link':>6} {'hop-B':>6}"
           + ("   exact: CPU s, cost now/exact" if args.ab else "")
-          + ("   without the step: CPU s, global, cost now/without" if args.ab_global else ""), flush=True)
+          + ("   without the step: CPU s, global, cost now/without" if args.ab_global else "")
+          + ("   k-way kept: CPU s, cost now/before" if args.ab_kway else ""), flush=True)
     for spec in args.machines.split(","):
         net, nodes = spec.split("@")
         m = mach.build([f"n{i}" for i in range(int(nodes))], ["pack:2 core:16"], network=net)
@@ -92,6 +102,9 @@ def main():
                 e0 = metrics.evaluate(W, m, r0.slot_of_rank)
                 glob0 = e0.get("max_global_link_load", 0.0) / (b.get("max_global_link_load") or 1.0)
                 line += f"   {sec0:7.2f} {glob0:6.3f} {r.cost / r0.cost:8.5f}"
+            if args.ab_kway:
+                r0, sec0 = timed(t, m, kway=True)
+                line += f"   {sec0:7.2f} {r.cost / r0.cost:8.5f}"
             print(line, flush=True)
     print(f"above 3 s: {over}")
 
