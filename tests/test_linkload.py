@@ -152,3 +152,32 @@ def test_one_switch_has_no_global_links_to_balance():
     """Under a single switch the only links are the nodes' own: no global-link step."""
     m = M.build([f"n{i}" for i in range(5)], ["pack:2 core:2"], switches="5")
     assert linkload.global_loads(_traffic(m.nslots, 2), m, baselines.block(m.nslots, m)) is None
+
+
+@pytest.mark.parametrize("net", GLOBAL_NETS)
+def test_link_users_read_only_the_edges_that_cross_the_link(net):
+    """The busiest link's users from a cover of its share matrix by rows of M and of M.T
+    (linkload._link_users) are every edge's bytes on it, both ends counted, as from all of
+    M; the partners' one-column scores equal the full table's column."""
+    m = M.build([f"n{i}" for i in range(32)], ["pack:2 core:2"], network=net)
+    W = sp.csr_matrix(_traffic(m.nslots, 4))
+    W.setdiag(0)
+    W.eliminate_zeros()
+    K, G = m.network.global_share()
+    grp = m.network.groups[m.slot_node[baselines.random(m.nslots, m, 3)], 0].astype(np.int64)
+    c = W.tocoo()
+    for link in range(K.shape[1]):
+        S = K[:, link].toarray().reshape(G, G)
+        on = c.data * S[grp[c.row], grp[c.col]]
+        want = np.bincount(c.row, weights=on, minlength=m.nslots) + np.bincount(c.col, weights=on, minlength=m.nslots)
+        got = linkload._link_users(W, W.T.tocsr(), S, grp, m.nslots)
+        assert np.allclose(got, want, rtol=1e-12, atol=0)
+    out = np.random.default_rng(1).uniform(0, 1e6, (5, G))
+    inn = np.random.default_rng(2).uniform(0, 1e6, (5, G))
+    full = linkload._hot_deltas(out, inn, S, np.full(5, 1))
+    sparse = linkload._hot_deltas(out, inn, S, np.full(5, 1), sp.csr_matrix(S))
+    assert np.allclose(sparse, full, rtol=1e-12)
+    assert np.allclose(linkload._hot_delta_to(out, inn, S, 1, 0), full[:, 0], rtol=1e-12, atol=1e-6)
+    pu, pv = c.row[:50], c.col[:50]
+    assert np.array_equal(linkload._entries(W, pu, pv), np.asarray(W[pu, pv]).ravel())
+    assert np.array_equal(linkload._entries(W, pv[:3] * 0, pv[:3] * 0), np.zeros(3))
