@@ -466,21 +466,23 @@ def _link_users(M: sp.csr_matrix, MT: sp.csr_matrix, S: np.ndarray, grp: np.ndar
     receivers, MT's rows), the cheaper first, each nonzero read once. A tree's uplink is
     a row and a column of S: its group's ranks' rows, not all of M (AMR, 10^5 ranks on 625
     leaf switches: the rank phase read every row each round)."""
-    size = np.bincount(grp, minlength=S.shape[0])
     nz = S != 0
-    by_row = np.zeros(S.shape[0], bool)
-    left = nz.copy() if nz.sum() * 4 < nz.size else np.zeros_like(nz)
-    by_row |= nz.any(axis=1) & ~left.any()       # (S mostly nonzero: every sender's row)
-    # greedy cover: a group's row (or column) as long as it covers nonzeros no other pick
-    # did, the most per rank read first
-    while left.any():
-        r_gain, c_gain = left.sum(axis=1) / np.maximum(size, 1), left.sum(axis=0) / np.maximum(size, 1)
-        g, h = int(np.argmax(r_gain)), int(np.argmax(c_gain))
-        if r_gain[g] >= c_gain[h]:
-            by_row[g] = True
-            left[g] = False
-        else:
-            left[:, h] = False
+    if nz.sum() * 4 >= nz.size:                  # S mostly nonzero (Valiant routes): every sender's row
+        by_row = nz.any(axis=1)
+    else:
+        # greedy cover: a group's row (or column) while it covers nonzeros no other pick did,
+        # the most per rank read first (a few picks: S's nonzeros lie on a few rows and columns)
+        per = 1.0 / np.maximum(np.bincount(grp, minlength=S.shape[0]), 1)
+        by_row = np.zeros(S.shape[0], bool)
+        left = nz.copy()
+        while left.any():
+            r_gain, c_gain = left.sum(axis=1) * per, left.sum(axis=0) * per
+            g, h = int(np.argmax(r_gain)), int(np.argmax(c_gain))
+            if r_gain[g] >= c_gain[h]:
+                by_row[g] = True
+                left[g] = False
+            else:
+                left[:, h] = False
     Srow = np.where(by_row[:, None], S, 0.0)     # nonzeros read from the senders' rows
     Scol = S - Srow                              # the rest, from the receivers' rows
     weight = np.zeros(n)

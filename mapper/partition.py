@@ -45,9 +45,10 @@ SMALL_SPLIT = 64
 UNSTRUCTURED_STARTS = 1
 # On those graphs a split METIS alone cuts into parts of at most this many ranks (a
 # dragonfly's router into 16 nodes, a fat tree's leaf switch into 32) is its recursive
-# bisection only: its k-way split there took 4x the time and cut 5-23 % more (RB less on 95 % of them)
-# (10^5 ranks, random and stencil traffic). Into bigger parts (a group into its routers)
-# k-way stays a candidate: without it 10^5 random ranks on a fat tree cost 0.27 % more
+# bisection only: its k-way split there took 4x the time and cut 5-23 % more (recursive
+# bisection cut less on 95 % of them; 10^5 ranks, random and stencil traffic). Into bigger
+# parts (a group into its routers) k-way stays a candidate: without it 10^5 random ranks on
+# a fat tree cost 0.27 % more
 BATCHED_RB_PART = 64
 
 # A subtree whose ranks fill at least this share of its slots uses all its children: the
