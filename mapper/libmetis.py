@@ -57,13 +57,18 @@ def recursive_entry() -> int | None:
 
 
 def part_recursive(indptr: np.ndarray, col: np.ndarray, weights: np.ndarray, tpwgts: list[float],
-                   ufactor: int, seed: int, check: bool = True) -> np.ndarray | None:
+                   ufactor: int, seed: int, check: bool = True, vwgt: np.ndarray | None = None) -> np.ndarray | None:
     """METIS_PartGraphRecursive into len(tpwgts) blocks; weights: integers >= 1 whose sum
-    fits 31 bits. None where the library is missing or the graph does not fit 32 bits."""
+    fits 31 bits. vwgt (n x ncon integers, each column's sum within 31 bits): vertex weights
+    balanced together, tpwgts then ncon per block (block by block). None where the library
+    is missing or the graph does not fit 32 bits."""
     lib = _lib()
     if lib is None or (check and not available()) or len(col) >= 2 ** 31 or float(weights.sum()) >= 2 ** 31:
         return None
-    n, k = len(indptr) - 1, len(tpwgts)
+    n = len(indptr) - 1
+    ncon = 1 if vwgt is None else vwgt.shape[1]
+    k = len(tpwgts) // ncon
+    vw = None if vwgt is None else np.ascontiguousarray(vwgt, dtype=np.int32).ravel()
     I = C.c_int32
     ip = np.ascontiguousarray(indptr, dtype=np.int32)
     adj = np.ascontiguousarray(col, dtype=np.int32)
@@ -77,7 +82,8 @@ def part_recursive(indptr: np.ndarray, col: np.ndarray, weights: np.ndarray, tpw
 
     def p(a):
         return a.ctypes.data_as(C.POINTER(I))
-    rc = lib.METIS_PartGraphRecursive(C.byref(I(n)), C.byref(I(1)), p(ip), p(adj), None, None, p(wt),
+    rc = lib.METIS_PartGraphRecursive(C.byref(I(n)), C.byref(I(ncon)), p(ip), p(adj), None if vw is None else p(vw),
+                                      None, p(wt),
                                       C.byref(I(k)), tp.ctypes.data_as(C.POINTER(C.c_float)), None, opts,
                                       C.byref(obj), p(part))
     if rc != _OK:

@@ -146,6 +146,9 @@ GLOBAL_LONG_WORK = 10 ** 8  # ... on up to this many units x swaps
 GLOBAL_MAX_SWAPS = 4000
 GLOBAL_RANK_WORK = 2 * 10 ** 8  # rounds x ranks for the ranks' phase (10^6 ranks: 200 rounds)
 DENSE_GROUP_ENTRIES = 1 << 22   # units x groups entries kept dense (two arrays of 32 MB at most)
+RESPLIT_ROUNDS = 64     # resplit_groups: hot groups re-split with a neighbour, at most
+RESPLIT_PARTNERS = 4    # neighbour groups tried for each (the ones it exchanges most bytes with)
+RESPLIT_EXT_UNITS = 10 ** 7   # the outside bytes as METIS's second vertex weight, in all
 
 
 def _node_kinds(machine: Machine) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -242,6 +245,129 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
             info["cost_added"] += more["cost_added"]
             slot = pos
     return slot, (info if info["swaps"] else {})
+
+
+def resplit_groups(graph, machine: Machine, slot: np.ndarray, target: float, seed: int,
+                   M: sp.spmatrix) -> tuple[np.ndarray, dict]:
+    """Where the busiest global link is above `target` (block order's): the group it serves
+    and a neighbour group share their ranks again, by a bisection of both groups' ranks
+    that balances the ranks (each group keeps its count) and the bytes they exchange with the
+    rest of the machine (METIS with two constraints), each group's ranks then placed inside
+    it by the hierarchical partitioning. A tree's uplink carries its group's bytes to the
+    rest: the cheapest mapping can give a few groups parts with a long boundary (AMR, 10^5
+    ranks on 625 leaf switches: two parts at 1.6-1.7 x the bytes block order puts on the
+    same uplinks, where rank swaps stall), and the two-constraint bisection evens them out
+    at the same total cut. A re-split is kept only when it lowers the busiest global link
+    (exactly, on the group-to-group traffic); RESPLIT_ROUNDS bounds the rounds.
+    M: the directed traffic without its diagonal (the global links' loads)."""
+    from rankmap.mapper import partition              # (the placement inside a group)
+    net = machine.network
+    K, G = net.global_share()
+    top = net.groups[:, 0]
+    W = graph.W
+    M = sp.csr_matrix(M)
+    MT = M.T.tocsr()
+    slot = slot.copy()
+    grp = top[machine.slot_node[slot]].astype(np.int64)
+    c = M.tocoo()
+    P = np.bincount(grp[c.row] * G + grp[c.col], weights=c.data, minlength=G * G).reshape(G, G)
+    del c
+    loads = P.ravel() @ K
+    start, tried, done, rounds = float(loads.max()), set(), 0, 0
+    size = np.bincount(grp, minlength=G)
+
+    def group_traffic(U: np.ndarray, g_of: np.ndarray) -> np.ndarray:
+        """The G x G bytes of the edges with an end in U (g_of: each rank's group)."""
+        inU = np.zeros(len(grp), bool)
+        inU[U] = True
+        out = np.zeros((G, G))
+        for A, flip in ((M, False), (MT, True)):
+            sub = A[U]
+            r = np.repeat(U, np.diff(sub.indptr))
+            keep = ~inU[sub.indices] if flip else np.ones(len(r), bool)   # U-to-U edges counted once
+            a, b = g_of[r[keep]], g_of[sub.indices[keep]]
+            if flip:
+                a, b = b, a
+            np.add.at(out, (a, b), sub.data[keep])
+        return out
+
+    while loads.max() > target and rounds < RESPLIT_ROUNDS:
+        rounds += 1
+        hot = int(np.argmax(loads))
+        S = K[:, [hot]].toarray().reshape(G, G)
+        # the group whose bytes this link carries most: a tree's uplink serves one
+        a = int(np.argmax((S * P).sum(axis=1) + (S * P).sum(axis=0)))
+        ra = np.flatnonzero(grp == a)
+        rows = W[ra]
+        shared = np.bincount(grp[rows.indices], weights=rows.data, minlength=G)
+        shared[a] = 0
+        kept = False
+        for b in np.argsort(-shared, kind="stable")[:RESPLIT_PARTNERS].tolist():
+            key = (a, b, float(loads[hot]))
+            if shared[b] <= 0 or key in tried:
+                continue
+            tried.add(key)
+            U = np.concatenate([ra, np.flatnonzero(grp == b)])
+            part = _two_constraint_split(W, U, len(ra), seed)
+            if part is None:
+                continue
+            g2 = grp.copy()
+            g2[U] = np.where(part == 0, a, b)
+            P2 = P - group_traffic(U, grp) + group_traffic(U, g2)
+            l2 = P2.ravel() @ K
+            if l2.max() < loads.max() - 1e-9 * abs(loads.max()):
+                grp, P, loads = g2, P2, l2
+                kept = True
+                done += 1
+                break
+        if not kept:
+            break
+    if not done:
+        return slot, {}
+    # each changed group's ranks on its own slots, placed as the partitioning places them
+    changed = np.flatnonzero(grp != top[machine.slot_node[slot]])
+    for g in np.unique(np.concatenate([grp[changed], top[machine.slot_node[slot[changed]]]])).tolist():
+        ranks = np.flatnonzero(grp == g)
+        nodes = np.flatnonzero(top == g)
+        root = machine.tree(nodes)
+        placed = partition.hierarchical(graph, machine, root, seed, ranks=ranks)
+        slot[ranks] = placed[ranks]
+    if not (np.bincount(grp, minlength=G) == size).all():
+        raise RuntimeError("internal error: a re-split changed a group's number of ranks")
+    return slot, {"global_before": start, "global_after": float(loads.max()), "resplits": done}
+
+
+def _two_constraint_split(W: sp.csr_matrix, U: np.ndarray, na: int, seed: int) -> np.ndarray | None:
+    """U's ranks into two parts of na and len(U) - na ranks, the bytes each exchanges with
+    ranks outside U halved between them, the least cut between them (METIS's recursive
+    bisection with two vertex weights); None where METIS fails."""
+    from rankmap.mapper import backends, libmetis
+    n = len(U)
+    pos = np.full(W.shape[0], -1, dtype=np.int64)
+    pos[U] = np.arange(n)
+    sub = W[U]
+    inside = pos[sub.indices] >= 0
+    r = np.repeat(np.arange(n), np.diff(sub.indptr))
+    ext = np.bincount(r[~inside], weights=sub.data[~inside], minlength=n)
+    A = sp.csr_matrix((sub.data[inside], (r[inside], pos[sub.indices[inside]])), shape=(n, n))
+    if A.nnz == 0:
+        return None
+    scale = RESPLIT_EXT_UNITS / max(float(ext.sum()), 1e-300)
+    vw = np.stack([np.ones(n, np.int64), np.rint(ext * scale).astype(np.int64)], axis=1)
+    tp = [na / n, 0.5, (n - na) / n, 0.5]
+    # (pymetis takes one target weight a block: two constraints need the system's METIS)
+    with backends.c_stdout_quiet():
+        part = libmetis.part_recursive(A.indptr, A.indices, backends._int_weights(A.data, 2.0 ** 30, np.int32), tp,
+                                       30, backends.metis_seed(seed), vwgt=vw)
+    if part is None:
+        return None
+    # exact counts: the least attached of an overfull side go across
+    for side, want in ((0, na), (1, n - na)):
+        mine = np.flatnonzero(part == side)
+        if len(mine) > want:
+            own = np.asarray(A[mine][:, mine].sum(axis=1)).ravel()
+            part[mine[np.argsort(own, kind="stable")[:len(mine) - want]]] = 1 - side
+    return part
 
 
 def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, group_of_pos: np.ndarray,

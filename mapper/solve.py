@@ -305,8 +305,11 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
     a tree, a dragonfly's links between groups: where such machines run short of bandwidth):
     the cost cannot see one group's links carry more than the others', so a cheaper
     mapping may; rank and unit swaps (linkload.balance_global) then bring that link down to
-    block's. Where they cannot, the mapping is kept and a note says how far above it is."""
-    from rankmap.mapper.linkload import balance_global, global_loads
+    block's (on trees, after re-splits of two groups' ranks: linkload.resplit_groups; the
+    way that reaches block's at the least cost is kept). Where they cannot, the mapping that
+    comes nearest is kept and a note says how far above it is."""
+    from rankmap.mapper.linkload import balance_global, global_loads, resplit_groups
+    from rankmap.mapper.network import SwitchTree
     pairs = offdiag.tocoo()                 # (read three times below: 10^6 ranks, 8 * 10^6 pairs)
     mine = global_loads(pairs, machine, best[2])
     if mine is None or not len(mine):
@@ -314,19 +317,44 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
     target = float(global_loads(pairs, machine, block).max())
     if mine.max() <= target:
         return best
-    s, info = balance_global(offdiag, machine, best[2], target, graph.W)
-    if info:
-        c = prob.cost(s)
+    tries = []                              # (slot, info) of each way down
+    split = None
+    if isinstance(machine.network, SwitchTree):
+        # a tree's uplink serves one group: groups with a long boundary re-split with a
+        # neighbour (linkload.resplit_groups: where rank swaps stall, AMR at 10^5 ranks on
+        # switch trees of 391 and 625 leaves)
+        split = resplit_groups(graph, machine, best[2], target, best[3], offdiag)
+        if split[1]:
+            tries.append(split)
+    if not tries or tries[0][1]["global_after"] > target:
+        # swaps from the mapping itself (AMR on a fat tree of 16 leaves: re-splits stop at
+        # 1.021 x and swaps after them at 1.005 x, swaps alone reach 1.000 x)
+        s, info = balance_global(offdiag, machine, best[2], target, graph.W)
+        if info:
+            tries.append((s, info))
+        if split and split[1] and (not info or info["global_after"] > target):
+            s, more = balance_global(offdiag, machine, split[0], target, graph.W)
+            if more:
+                tries.append((s, {**split[1], "global_after": more["global_after"], "swaps": more["swaps"]}))
+    if tries:
+        # the way that reaches the target at the least cost, else the one that comes nearest
+        costs = [prob.cost(t[0]) for t in tries]
+        j = min(range(len(tries)), key=lambda i: (tries[i][1]["global_after"] > target,
+                                                   tries[i][1]["global_after"] if tries[i][1]["global_after"] > target
+                                                   else costs[i]))
+        s, info, c = tries[j][0], tries[j][1], costs[j]
+        r, k = info.get("resplits", 0), info.get("swaps", 0)
+        steps = ([f"{r} re-split{'s' if r != 1 else ''} of two groups' ranks"] if r else []) + \
+                ([f"{k} swap{'s' if k != 1 else ''}"] if k else [])
         notes.append(f"global links: the busiest carried {info['global_before'] / target:.4f}x block order's "
-                     f"bytes, {info['global_after'] / target:.4f}x after {info['swaps']} swap"
-                     f"{'s' if info['swaps'] != 1 else ''} between "
+                     f"bytes, {info['global_after'] / target:.4f}x after {' and '.join(steps)} between "
                      f"groups, for a cost {c / best[1]:.4f}x")
         best = (best[0] + "+global", c, s, best[3])
         candidates[best[0]] = c
         mine = global_loads(pairs, machine, s)
     if mine.max() > target:
         notes.append(f"global links: the busiest carries {mine.max() / target:.4f}x block order's bytes "
-                     "(no swap between groups lowered it further)")
+                     "(no re-split or swap between groups lowered it further)")
     return best
 
 

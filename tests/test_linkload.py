@@ -181,3 +181,37 @@ def test_link_users_read_only_the_edges_that_cross_the_link(net):
     pu, pv = c.row[:50], c.col[:50]
     assert np.array_equal(linkload._entries(W, pu, pv), np.asarray(W[pu, pv]).ravel())
     assert np.array_equal(linkload._entries(W, pv[:3] * 0, pv[:3] * 0), np.zeros(3))
+
+
+@pytest.mark.parametrize("net", ["fat-tree:4x8:oversub=2", "fat-tree:2x4x4:oversub=2x2"])
+def test_resplit_groups_lowers_the_busiest_uplink_and_keeps_each_groups_count(net):
+    """Two groups' ranks split again (METIS with two constraints: ranks and outside bytes):
+    a valid mapping, each group with as many ranks as before, the busiest global link lower
+    and as reported, the same result twice. Traffic: a shuffled ring (a random order puts
+    long boundaries on some groups) and random pairs."""
+    from rankmap.mapper import libmetis
+    from rankmap.mapper.graph import from_traffic
+    from rankmap.profiler.traffic import Traffic
+    from conftest import require
+    require(libmetis.available(), "libmetis5 (Debian's 32-bit METIS) is not installed")
+    m = M.build([f"n{i}" for i in range(32)], ["pack:2 core:2"], network=net)
+    rng = np.random.default_rng(3)
+    n = m.nslots - 10
+    perm = rng.permutation(n)
+    r = np.concatenate([perm, rng.integers(0, n, 3 * n)])
+    c = np.concatenate([np.roll(perm, 1), rng.integers(0, n, 3 * n)])
+    w = np.concatenate([np.full(n, 1e6), rng.uniform(1, 1e5, 3 * n)])
+    keep = r != c
+    t = Traffic(bytes=sp.csr_matrix((w[keep], (r[keep], c[keep])), shape=(n, n)), source="t", format="synthetic")
+    graph, Md = from_traffic(t), t.offdiag()
+    slot = baselines.random(n, m, 1)
+    before = linkload.global_loads(Md, m, slot).max()
+    new, info = linkload.resplit_groups(graph, m, slot, 0.8 * before, 0, Md)
+    again, _ = linkload.resplit_groups(graph, m, slot, 0.8 * before, 0, Md)
+    assert info and info["resplits"] >= 1
+    assert m.one_to_one(new) and np.array_equal(new, again)
+    top = m.network.groups[:, 0]
+    assert np.array_equal(np.bincount(top[m.slot_node[new]], minlength=top.max() + 1),
+                          np.bincount(top[m.slot_node[slot]], minlength=top.max() + 1))
+    after = linkload.global_loads(Md, m, new).max()
+    assert after == pytest.approx(info["global_after"], rel=1e-12) and after < before
