@@ -38,7 +38,6 @@ understand (an action it does not know, a receive from MPI_ANY_SOURCE that leave
 waiting) gives None, and predict falls back to its per-rank sum (run_time: no estimate)."""
 from __future__ import annotations
 
-from collections import defaultdict, deque
 from functools import lru_cache
 from pathlib import Path
 

@@ -276,7 +276,6 @@ def group_shapes(machine: Machine, lv: int, order: np.ndarray, counts: np.ndarra
     G = len(counts)
     none = np.full(G, -1, dtype=np.int64)
     lvl = machine.lvl
-    L = lvl.shape[1]
     if not 2 <= G <= MAX_GROUPS_FOR_EXCHANGE or (isinstance(machine.network, Torus) and lv < machine.node_level):
         return none            # torus hops between the nodes of one group: distances not the group's
     first = np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
