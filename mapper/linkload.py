@@ -173,7 +173,13 @@ def global_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndarr
     K, G = net.global_share()
     c = sp.coo_matrix(M)
     grp = net.groups[machine.slot_node[slot], 0]
-    return np.bincount(grp[c.row] * G + grp[c.col], weights=c.data, minlength=G * G) @ K
+    return group_traffic(c, grp, G) @ K
+
+
+def group_traffic(c: sp.coo_matrix, grp: np.ndarray, G: int) -> np.ndarray:
+    """The bytes from each group to each group (flat G x G) of the directed pairs c, each
+    rank in group grp[rank]: the global links' loads are this times the network's shares."""
+    return np.bincount(grp[c.row] * G + grp[c.col], weights=c.data, minlength=G * G)
 
 
 def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: float,
@@ -270,13 +276,13 @@ def resplit_groups(graph, machine: Machine, slot: np.ndarray, target: float, see
     slot = slot.copy()
     grp = top[machine.slot_node[slot]].astype(np.int64)
     c = M.tocoo()
-    P = np.bincount(grp[c.row] * G + grp[c.col], weights=c.data, minlength=G * G).reshape(G, G)
+    P = group_traffic(c, grp, G).reshape(G, G)
     del c
     loads = P.ravel() @ K
     start, tried, done, rounds = float(loads.max()), set(), 0, 0
     size = np.bincount(grp, minlength=G)
 
-    def group_traffic(U: np.ndarray, g_of: np.ndarray) -> np.ndarray:
+    def touching(U: np.ndarray, g_of: np.ndarray) -> np.ndarray:
         """The G x G bytes of the edges with an end in U (g_of: each rank's group)."""
         inU = np.zeros(len(grp), bool)
         inU[U] = True
@@ -313,7 +319,7 @@ def resplit_groups(graph, machine: Machine, slot: np.ndarray, target: float, see
                 continue
             g2 = grp.copy()
             g2[U] = np.where(part == 0, a, b)
-            P2 = P - group_traffic(U, grp) + group_traffic(U, g2)
+            P2 = P - touching(U, grp) + touching(U, g2)
             l2 = P2.ravel() @ K
             if l2.max() < loads.max() - 1e-9 * abs(loads.max()):
                 grp, P, loads = g2, P2, l2
@@ -394,7 +400,7 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
     n = M.shape[0]
     grp = group_of_pos[pos].astype(np.int64)
     c = M.tocoo()
-    loads = np.bincount(grp[c.row] * G + grp[c.col], weights=c.data, minlength=G * G) @ K
+    loads = group_traffic(c, grp, G) @ K
     del c
     start, swaps, added = float(loads.max()), 0, 0.0
 
