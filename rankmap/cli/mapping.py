@@ -71,7 +71,7 @@ def _network_speeds(source: str):
 @click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
 @click.option("--fill", type=click.Choice(["packed", "spread"]), default="packed", show_default=True,
               help="With fewer ranks than slots: use the fewest nodes (and sockets), in order, unless the ranks fill "
-              "90 %% of them; or spread over all (evenly, in proportion to their slots).")
+              "90 % of them; or spread over all (evenly, in proportion to their slots).")
 @click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
               show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
 @click.option("--imbalance", type=Number(0.0, validate.MAX_IMBALANCE), metavar="EPS",
@@ -88,7 +88,7 @@ def _network_speeds(source: str):
 @click.option("--network-speeds", metavar="FILE|DIR",
               help="The network's speeds: a `rankmap probe` file or a `rankmap platform` directory. rankmap then "
               "makes its final choice among its candidate mappings (its own, block, cyclic, the input order) with "
-              "`rankmap predict`'s estimate, when one is more than 1 %% faster than the cost's choice. With --mode "
+              "`rankmap predict`'s estimate, when one is more than 1 % faster than the cost's choice. With --mode "
               "whole-cluster it also chooses the nodes that way, among compact ones and sets scattered over the "
               "network (an all-to-all runs faster where its bytes share many links and routers).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
