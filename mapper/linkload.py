@@ -52,7 +52,7 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     if not len(g_all):
         return slot, {}
     w_all = Q[g_all, h_all]
-    kind = _node_kinds(machine)[0]        # nodes trade contents only with their own kind
+    kind, by_core, bounds = _node_kinds(machine)     # nodes trade contents only with their own kind
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
     loads = net.link_loads(pos[g_all], pos[h_all], w_all, injection=False).ravel()
     if not len(loads):
@@ -128,10 +128,12 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
         hop += dh
     if (float(loads.max()), hop) == start or float(loads.max()) >= start[0]:
         return slot, {}
-    new = slot.copy()                 # the ranks of group g move to node pos[g], each onto the same core
-    by_node_core = {(int(n_of[s]), int(machine.slot_core[s])): s for s in range(machine.nslots)}
-    for r, s_ in enumerate(slot):
-        new[r] = by_node_core[(int(pos[int(n_of[s_])]), int(machine.slot_core[s_]))]
+    # the ranks of group g move to node pos[g], each onto the slot at its own place in the node's
+    # slots by core (nodes of one kind list the same cores in the same order): the same core,
+    # and distinct slots where a core has several (units of work, --oversubscribe)
+    place = np.empty(machine.nslots, dtype=np.int64)
+    place[by_core] = np.arange(machine.nslots) - np.repeat(bounds[:-1], np.diff(bounds))
+    new = by_core[bounds[pos[n_of[slot]]] + place[slot]]
     return new, {"max_link_load_before": start[0], "max_link_load_after": float(loads.max())}
 
 

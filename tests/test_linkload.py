@@ -215,3 +215,33 @@ def test_resplit_groups_lowers_the_busiest_uplink_and_keeps_each_groups_count(ne
                           np.bincount(top[m.slot_node[slot]], minlength=top.max() + 1))
     after = linkload.global_loads(Md, m, new).max()
     assert after == pytest.approx(info["global_after"], rel=1e-12) and after < before
+
+
+@pytest.mark.parametrize("over", [1, 8])
+def test_node_swaps_keep_slots_distinct_on_cores_of_several_slots(over):
+    """The node balancing moves a node's ranks onto the same places of another node: where a
+    core has several slots (units of work, --oversubscribe) each rank keeps its own (they were
+    all sent to one slot of the core: two ranks on one slot, fuzzing found)."""
+    m = M.build([f"n{i}" for i in range(16)], ["pack:2 core:4"], network="fat-tree:4x4", oversubscribe=over)
+    n = m.nslots - 5
+    W = _traffic(n, 3)
+    slot = baselines.random(n, m, 1)
+    new, info = linkload.balance(W, m, slot, tolerance=1.0)
+    assert len(np.unique(new)) == n
+    assert (m.slot_core[new] == m.slot_core[slot]).all()
+    moved = m.slot_node[new] != m.slot_node[slot]
+    assert info and moved.any()
+
+
+def test_global_links_where_block_puts_nothing_on_them():
+    """Block order keeps all of a tiny job's traffic in one dragonfly group (its busiest
+    global link carries 0 bytes): the global-link step compares without dividing by it
+    (a ZeroDivisionError on 3 ranks, fuzzing found) and ends at none either."""
+    from rankmap.mapper import solve
+    from rankmap.profiler.traffic import Traffic
+    m = M.build([f"n{i}" for i in range(1, 17)], ["core:1"], network="dragonfly:4x2x2:global=3")
+    W = sp.csr_matrix((np.array([10.0, 10.0]), (np.array([0, 1]), np.array([1, 2]))), shape=(3, 3))
+    r = solve.solve(Traffic(bytes=W, source="test", format="synthetic"), m, seed=0)
+    assert len(np.unique(r.slot_of_rank)) == 3
+    assert float(linkload.global_loads(W, m, r.slot_of_rank).max()) == 0.0
+    assert not any("inf" in x or "nan" in x for x in r.notes)
