@@ -346,16 +346,24 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
         r, k = info.get("resplits", 0), info.get("swaps", 0)
         steps = ([f"{r} re-split{'s' if r != 1 else ''} of two groups' ranks"] if r else []) + \
                 ([f"{k} swap{'s' if k != 1 else ''}"] if k else [])
-        notes.append(f"global links: the busiest carried {info['global_before'] / target:.4f}x block order's "
-                     f"bytes, {info['global_after'] / target:.4f}x after {' and '.join(steps)} between "
-                     f"groups, for a cost {c / best[1]:.4f}x")
+        notes.append(f"global links: the busiest carried {_vs_block(info['global_before'], target)}, "
+                     f"{_vs_block(info['global_after'], target, again=True)} after {' and '.join(steps)} between "
+                     f"groups, for a cost {c / best[1] if best[1] else 1.0:.4f}x")
         best = (best[0] + "+global", c, s, best[3])
         candidates[best[0]] = c
         mine = global_loads(pairs, machine, s)
     if mine.max() > target:
-        notes.append(f"global links: the busiest carries {mine.max() / target:.4f}x block order's bytes "
+        notes.append(f"global links: the busiest carries {_vs_block(float(mine.max()), target)} "
                      "(no re-split or swap between groups lowered it further)")
     return best
+
+
+def _vs_block(load: float, target: float, again: bool = False) -> str:
+    """A global link's load against block order's busiest (which may be none: all of block's
+    traffic inside one group)."""
+    if target > 0:
+        return f"{load / target:.4f}x" if again else f"{load / target:.4f}x block order's bytes"
+    return f"{load:.4g} B" if again else f"{load:.4g} B where block order's carry none"
 
 
 NOTHING_EXCHANGED = ("no traffic between distinct ranks: every placement costs the same, so the {} order is "
