@@ -390,20 +390,8 @@ class SwitchTree(Hierarchy):
         if missing:
             raise UserError(f"the network description places no switch above host {missing[0]}"
                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-        depth = max((len(paths[h]) for h in hosts), default=0)
-        rows = []
-        for h in hosts:
-            p = list(paths[h])
-            if not p:
-                p = ["(none)"]
-            rows.append(p + [p[-1]] * (depth - len(p)))
         cols, names = [], []
-        for m in range(depth):
-            keys = [tuple(r[:m + 1]) for r in rows]          # a group is its whole path from the top
-            uniq = {}
-            ids = np.array([uniq.setdefault(k, len(uniq)) for k in keys], dtype=np.int64)
-            if len(uniq) == 1:
-                continue                                      # every host under one switch: not a level
+        for _, ids, uniq in cls._path_levels(hosts, paths):
             cols.append(ids)
             names.append([k[-1] for k in uniq])
         cols.append(np.arange(len(hosts), dtype=np.int64))
@@ -415,6 +403,40 @@ class SwitchTree(Hierarchy):
             pairs = np.unique(np.stack([parent, groups[:, m]], axis=1), axis=0)
             arities.append(int(np.bincount(pairs[:, 0]).max()))
         return cls(arities=tuple(arities), groups=groups, prefix=prefix, label=label, names=names)
+
+    @staticmethod
+    def _path_levels(hosts: list[str], paths: dict) -> list:
+        """from_paths's levels, top to bottom: (switches from the top that define it, each
+        host's group id, the groups' paths)."""
+        depth = max((len(paths[h]) for h in hosts), default=0)
+        rows = []
+        for h in hosts:
+            p = list(paths[h])
+            if not p:
+                p = ["(none)"]
+            rows.append(p + [p[-1]] * (depth - len(p)))
+        out = []
+        for m in range(depth):
+            keys = [tuple(r[:m + 1]) for r in rows]          # a group is its whole path from the top
+            uniq: dict = {}
+            ids = np.array([uniq.setdefault(k, len(uniq)) for k in keys], dtype=np.int64)
+            if len(uniq) > 1:                                 # every host under one switch: not a level
+                out.append((m + 1, ids, uniq))
+        return out
+
+    @classmethod
+    def level_costs_for(cls, hosts: list[str], sub: list[str], paths: dict, costs: list) -> list:
+        """The switch levels' costs (top to bottom) of the tree from_paths builds on the hosts
+        `sub`, from those of the tree on `hosts` (with the node's own levels after them, kept
+        as they are): a pair of sub's hosts first parted at some depth of their paths costs
+        the same in both. (sub's tree drops the levels its hosts share and may be shallower.)"""
+        full = [d for d, _, _ in cls._path_levels(hosts, paths)]
+        mine = [d for d, _, _ in cls._path_levels(sub, paths)]
+        out = []
+        for j, d in enumerate(mine):
+            stop = mine[j + 1] if j + 1 < len(mine) else float("inf")
+            out.append(sum(c for c, fd in zip(costs, full) if d <= fd < stop))
+        return out + list(costs[len(full):])
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rankmap.mapper import hostnames, machine as machine_mod
-from rankmap.mapper.network import Torus, positions
+from rankmap.mapper.network import SwitchTree, Torus, positions
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
@@ -128,7 +128,14 @@ def frozen(spec: dict, m, compact: bool = False) -> dict:
     nodes: 6.4 MB of them)."""
     out = dict(spec)
     out["hosts"] = list(m.hosts)
-    out["level_costs"] = ",".join(f"{c:g}" for c in m.level_costs)
+    costs = list(m.level_costs)
+    net = spec.get("network")
+    if isinstance(net, dict) and net.get("kind") in ("switches", "blocks") and list(m.hosts) != list(spec["hosts"]):
+        # Slurm's switches rebuild from these hosts' paths alone (SwitchTree.from_paths: without
+        # the levels they all share, as deep as their longest path), where a machine reduced to
+        # some nodes (--mode whole-cluster) keeps the whole tree's levels
+        costs = SwitchTree.level_costs_for(list(spec["hosts"]), list(m.hosts), net["paths"], costs)
+    out["level_costs"] = ",".join(f"{c:g}" for c in costs)
     out["hop_cost"] = f"{m.hop_cost:g}"
     if isinstance(m.network, Torus):
         default = (compact and bool(spec.get("torus") or spec.get("mesh")) and not spec.get("network")

@@ -124,3 +124,24 @@ def test_map_onto_the_local_clusters_switches(slurm_cluster, tmp_path):
     assert rep["metrics"]["rankmap"]["max_global_link_load"] < rep["metrics"]["block"]["max_global_link_load"]
     ev = run_cli("evaluate", traffic, tmp_path / "m", "--json")          # no Slurm needed any more
     assert ev.returncode == 0 and "Slurm topology/tree" in json.loads(ev.stdout)["machine"]
+
+
+def test_machine_json_of_some_nodes_rebuilds(tmp_path):
+    """A machine reduced to nodes that share switches (--mode whole-cluster picks them) writes
+    a machine.json that rebuilds: the levels they all share are left out with their costs,
+    and every pair of slots costs what it did (fuzzing found evaluate refusing it)."""
+    from rankmap.mapper import allocation
+    f = tmp_path / "topology.conf"
+    f.write_text("SwitchName=l1 Nodes=n[1-3]\nSwitchName=l2 Nodes=n[4-10]\nSwitchName=l3 Nodes=n[11-12]\n"
+                 "SwitchName=l4 Nodes=n[13-16]\nSwitchName=a1 Switches=l[1-2]\nSwitchName=b1 Switches=l3\n"
+                 "SwitchName=b2 Switches=b1\nSwitchName=top Switches=a1,b2,l4\n")
+    d = topology.describe(str(f))
+    hosts = [f"n{i}" for i in range(1, 17)]
+    spec = {"hosts": hosts, "node_topology": ["pack:2 core:2"], "network": topology.for_hosts(d, hosts)}
+    full = mspec.build(spec)
+    for nodes in ([3, 4, 5], [0, 3], [10, 11], [0, 12], [7]):
+        sub = allocation.restrict(full, nodes)
+        again = mspec.build(mspec.frozen(spec, sub))
+        assert again.hosts == sub.hosts
+        a, b = np.triu_indices(sub.nslots, 1)
+        assert np.allclose(again.distance(a, b), sub.distance(a, b))
