@@ -128,14 +128,7 @@ def frozen(spec: dict, m, compact: bool = False) -> dict:
     nodes: 6.4 MB of them)."""
     out = dict(spec)
     out["hosts"] = list(m.hosts)
-    costs = list(m.level_costs)
-    net = spec.get("network")
-    if isinstance(net, dict) and net.get("kind") in ("switches", "blocks") and list(m.hosts) != list(spec["hosts"]):
-        # Slurm's switches rebuild from these hosts' paths alone (SwitchTree.from_paths: without
-        # the levels they all share, as deep as their longest path), where a machine reduced to
-        # some nodes (--mode whole-cluster) keeps the whole tree's levels
-        costs = SwitchTree.level_costs_for(list(spec["hosts"]), list(m.hosts), net["paths"], costs)
-    out["level_costs"] = ",".join(f"{c:g}" for c in costs)
+    out["level_costs"] = _level_costs(spec, list(m.hosts), list(m.level_costs))
     out["hop_cost"] = f"{m.hop_cost:g}"
     if isinstance(m.network, Torus):
         default = (compact and bool(spec.get("torus") or spec.get("mesh")) and not spec.get("network")
@@ -153,6 +146,17 @@ def frozen(spec: dict, m, compact: bool = False) -> dict:
     return out
 
 
+def _level_costs(spec: dict, hosts: list[str], costs: list) -> str:
+    """The level costs of the spec's machine reduced to `hosts`, as its description rebuilds.
+    Slurm's switches rebuild from these hosts' paths alone (SwitchTree.from_paths: without the
+    levels they all share, as deep as their longest path), where a machine reduced to some
+    nodes (--mode whole-cluster, an allocation) keeps the whole tree's levels."""
+    net = spec.get("network")
+    if isinstance(net, dict) and net.get("kind") in ("switches", "blocks") and hosts != list(spec["hosts"]):
+        costs = SwitchTree.level_costs_for(list(spec["hosts"]), hosts, net["paths"], costs)
+    return ",".join(f"{c:g}" for c in costs)
+
+
 def restrict(spec: dict, hosts: list[str]) -> dict:
     """The same machine reduced to `hosts` (in the spec's order): coordinates and level
     costs are kept, so the nodes stay where they are."""
@@ -162,6 +166,7 @@ def restrict(spec: dict, hosts: list[str]) -> dict:
     out = dict(full, hosts=[h for h in full["hosts"] if h in keep])
     if not out["hosts"]:
         raise UserError("none of the available hosts is in the machine description")
+    out["level_costs"] = _level_costs(spec, out["hosts"], list(m.level_costs))
     if isinstance(full.get("coords"), dict):
         out["coords"] = {h: c for h, c in full["coords"].items() if h in keep}
     topo_of = {h: t.spec for h, t in zip(m.hosts, m.topos)}

@@ -145,3 +145,5 @@ def test_machine_json_of_some_nodes_rebuilds(tmp_path):
         assert again.hosts == sub.hosts
         a, b = np.triu_indices(sub.nslots, 1)
         assert np.allclose(again.distance(a, b), sub.distance(a, b))
+        kept = mspec.build(mspec.restrict(spec, sub.hosts))       # an allocation's nodes (rankmap run)
+        assert np.allclose(kept.distance(a, b), sub.distance(a, b))
