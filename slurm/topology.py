@@ -77,6 +77,13 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
             raise UserError(f"{at}: SwitchName= names no switch (SwitchName=s1 Nodes=n[1-4], or Switches=s[1-2])")
         if name in sw:
             raise UserError(f"{at}: switch {name} is defined twice (first on line {sw[name]['line']})")
+        if not r.get("nodes") and not r.get("switches"):
+            raise UserError(f"{at}: switch {name} has neither Nodes= nor Switches= (Slurm refuses it too)")
+        if r.get("nodes") and r.get("switches") and not r.get("level"):
+            # scontrol's own lines list every node below a switch (with Level=); a topology.conf
+            # switch is a leaf (Nodes=) or above switches (Switches=), never both
+            raise UserError(f"{at}: switch {name} has both Nodes= and Switches= (Slurm refuses it too): hang the "
+                            "nodes under a leaf switch of their own and list that switch in Switches=")
         sw[name] = {"nodes": set(_expand(r["nodes"], at)) if r.get("nodes") else set(),
                     "children": _expand(r["switches"], at) if r.get("switches") else [],
                     "level": int(r["level"]) if r.get("level", "").isdigit() else None,
@@ -117,11 +124,16 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
             settle(name)
     except RecursionError:
         raise UserError(f"{where}: switches nested too deeply (more than a few hundred levels)") from None
+    for name, s in sw.items():                   # Level= (scontrol's) must put a switch above its children
+        low = next((c for c in s["children"] if sw[c]["level"] >= s["level"]), None)
+        if low is not None:
+            raise UserError(f"{_at(where, {'__line__': s['line']} if s['line'] else {})}: switch {name} (Level="
+                            f"{s['level']}) is not above its child switch {low} (Level={sw[low]['level']})")
     paths: dict[str, list] = {}
     for name in sorted(sw, key=lambda n: (-sw[n]["level"], n)):
         for h in sw[name]["nodes"]:
             paths.setdefault(h, []).append(name)
-    levels = 1 + max((s["level"] for s in sw.values()), default=0)
+    levels = max((len(p) for p in paths.values()), default=0)
     leaves = sum(1 for s in sw.values() if not s["children"])
     return paths, f"{len(sw)} switch(es) on {levels} level(s), {leaves} leaf switch(es)"
 
@@ -211,7 +223,8 @@ def parse(text: str, where: str) -> dict:
     else:
         raise UserError(f"{where}: describes no switches (SwitchName=) and no blocks (BlockName=); "
                         "is a topology plugin (topology/tree or topology/block) configured?")
-    return {"kind": kind, "label": f"Slurm {plugin} ({where}): {what}", "paths": paths}
+    return {"kind": kind, "source": f"Slurm {plugin} ({where})", "label": f"Slurm {plugin} ({where}): {what}",
+            "paths": paths}
 
 
 def describe(file: str | None = None) -> dict:
@@ -232,7 +245,7 @@ def for_hosts(desc: dict, hosts: list[str]) -> dict:
     """The description reduced to the hosts a machine uses (a site lists every node)."""
     missing = [h for h in hosts if h not in desc["paths"]]
     if missing:
-        raise UserError(f"{desc['label'].split(':')[0]}: host {missing[0]} is under no switch or block"
+        raise UserError(f"{desc['source']}: host {missing[0]} is under no switch or block"
                         + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
                         + ": add it to a leaf's Nodes=, or leave it out of the node list")
     return dict(desc, paths={h: desc["paths"][h] for h in hosts})

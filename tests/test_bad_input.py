@@ -200,3 +200,11 @@ def test_devices_and_fifos_are_neither_read_nor_replaced(tmp_path):
     # a topology.conf (--network slurm:FILE) is read by the same layer: a FIFO there hung
     one_error_line(run_cli("map", DATA / "ring4.csv", *MACHINE, "--network", f"slurm:{fifo}", "--out",
                            tmp_path / "m"), f"{fifo}: not a regular file")
+
+
+@pytest.mark.parametrize("value,shown", [("", False), ("0", False), ("no", False), ("false", False),
+                                         ("1", True), ("yes", True)])
+def test_rankmap_debug_zero_keeps_tracebacks_hidden(monkeypatch, value, shown):
+    from rankmap.cli import _debug
+    monkeypatch.setenv("RANKMAP_DEBUG", value)
+    assert _debug() is shown

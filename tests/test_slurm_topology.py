@@ -40,14 +40,14 @@ def test_scontrol_tree():
 
 
 def test_topology_conf_tree_irregular(tmp_path):
-    """Three levels, names not consecutive, a comment, case-insensitive keys; n9 hangs
-    directly under a level-1 switch."""
+    """Three levels, names not consecutive, a comment, case-insensitive keys; n9's leaf hangs
+    directly under the top switch (a shorter path)."""
     f = tmp_path / "topology.conf"
     f.write_text("# site network\nSwitchName=leafA Nodes=n[1-3]\nswitchname=leafB nodes=n[4,7-8]\n"
-                 "SwitchName=mid1 Switches=leafA,leafB Nodes=n9\nSwitchName=leafC Nodes=n[10-11]\n"
-                 "SwitchName=mid2 Switches=leafC\nSwitchName=top Switches=mid[1-2] LinkSpeed=100\n")
+                 "SwitchName=mid1 Switches=leafA,leafB\nSwitchName=leafD Nodes=n9\nSwitchName=leafC Nodes=n[10-11]\n"
+                 "SwitchName=mid2 Switches=leafC\nSwitchName=top Switches=mid[1-2],leafD LinkSpeed=100\n")
     d = topology.describe(str(f))
-    assert d["paths"]["n7"] == ["top", "mid1", "leafB"] and d["paths"]["n9"] == ["top", "mid1"]
+    assert d["paths"]["n7"] == ["top", "mid1", "leafB"] and d["paths"]["n9"] == ["top", "leafD"]
     hosts = ["n1", "n4", "n9", "n10"]
     m = machine.build(hosts, ["core:1"], network=topology.for_hosts(d, hosts))
     assert m.level_names == ["switch0", "switch1", "node", "package", "core"]
@@ -73,6 +73,12 @@ def test_scontrol_and_conf_blocks(tmp_path):
     ("SwitchName=s0 Nodes=n1\nSwitchName=s0 Nodes=n2\n", "defined twice"),
     ("NodeName=n1\n", "describes no switches"),
     ("BlockName=b1 Nodes=n[1-2]\nBlockSizes=2,6\n", "power of two"),
+    # Slurm's topology/tree refuses these two as well
+    ("SwitchName=l1 Nodes=n[1-4]\nSwitchName=top Switches=l1 Nodes=n[5-8]\n", "both Nodes= and Switches="),
+    ("SwitchName=l1 Nodes=n[1-4]\nSwitchName=l2\nSwitchName=top Switches=l[1-2]\n", "neither Nodes= nor Switches="),
+    # scontrol's Level= upside down: the parent would sit below its child in every path
+    ("SwitchName=l1 Nodes=n[1-2]\nSwitchName=s0 Level=1 Switches=l1\nSwitchName=s9 Level=0 Switches=s0\n",
+     r"switch s9 \(Level=0\) is not above its child switch s0 \(Level=1\)"),
 ])
 def test_bad_topology_files(tmp_path, text, fragment):
     f = tmp_path / "topology.conf"
@@ -88,6 +94,19 @@ def test_host_outside_the_topology(tmp_path):
     res = run_cli("map", tmp_path / "t.csv", "--nodes", "n[1-3]", "--node-topology", "core:1",
                   "--network", f"slurm:{f}", "--out", tmp_path / "m")
     one_error_line(res, "host n3 is under no switch")
+
+
+def test_levels_are_counted_along_the_paths_and_paths_are_named_whole(tmp_path):
+    d = tmp_path / "we:ird"
+    d.mkdir()
+    f = d / "topology.conf"
+    # scontrol's Level= may skip numbers: the tree has three levels of switches, not seven
+    f.write_text("SwitchName=l1 Nodes=n[1-2]\nSwitchName=l2 Nodes=n[3-4]\nSwitchName=s0 Level=5 Switches=l1\n"
+                 "SwitchName=s1 Level=1 Switches=l2\nSwitchName=top Level=6 Switches=s[0-1]\n")
+    desc = topology.describe(str(f))
+    assert "on 3 level(s)" in desc["label"]
+    with pytest.raises(UserError, match=f"\\({f}\\): host n5 is under no switch"):
+        topology.for_hosts(desc, ["n1", "n5"])
 
 
 def _cliques(path, n=8, heavy=1e6, light=1e3):

@@ -61,7 +61,7 @@ class RankmapGroup(click.Group):
             # a path the file system refuses wherever it is first looked at (a name longer than
             # 255 bytes, a loop of symbolic links): the user's path, named, not a bug
             if e.errno in (errno.ENAMETOOLONG, errno.ELOOP) and e.filename is not None and \
-                    not os.environ.get("RANKMAP_DEBUG"):
+                    not _debug():
                 name = os.fsdecode(e.filename)
                 error_line(f"{name if len(name) <= 80 else name[:77] + '...'}: {e.strerror}")
                 sys.exit(EXIT_USER)
@@ -74,11 +74,16 @@ class RankmapGroup(click.Group):
 
     @staticmethod
     def _internal(e: Exception):
-        if os.environ.get("RANKMAP_DEBUG"):
+        if _debug():
             raise e
         error_line(f"internal error: {type(e).__name__}: {e} (a bug in rankmap; please report it with the "
                    "command line; RANKMAP_DEBUG=1 shows where it happened)")
         sys.exit(EXIT_INTERNAL)
+
+
+def _debug() -> bool:
+    """RANKMAP_DEBUG=1 (or yes/true) shows tracebacks; unset, empty, 0, no, false do not."""
+    return os.environ.get("RANKMAP_DEBUG", "").strip().lower() not in ("", "0", "no", "false", "off")
 
 
 @click.group(cls=RankmapGroup, context_settings={"help_option_names": ["-h", "--help"]})
