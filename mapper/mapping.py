@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankmap.mapper import allocation, report, solve, spec as mspec, writers
+from rankmap.mapper import allocation, baselines, report, solve, spec as mspec, writers
 from rankmap.mapper.graph import from_traffic
 from rankmap.mapper.network import Torus
 from rankmap.profiler import outputs
@@ -84,8 +84,14 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                                                                   time_limit, refine, fill, processes, parallel,
                                                                   network)
         notes += more
-    results = report.compare(traffic.bytes, machine, {"rankmap": res.slot_of_rank}, seed, traffic.placement,
-                             by_node=True)
+    slots = res.slot_of_rank if sel is None else sel[res.slot_of_rank]      # slots of the whole machine
+    # the metrics on the machine written to machine.json, as `evaluate` computes them; block,
+    # cyclic and random over the slots searched (--fill spread, cores first), lifted onto it
+    lift = (lambda s: s) if sel is None else (lambda s: sel[s])
+    results = report.compare(traffic.bytes, full, {
+        "rankmap": slots, "block": lift(baselines.block(traffic.size, machine)),
+        "cyclic": lift(baselines.cyclic(traffic.size, machine)),
+        "random": lift(baselines.random(traffic.size, machine, seed))}, seed, traffic.placement, by_node=True)
     rep = {
         "rankmap_version": VERSION,
         "traffic": {"source": str(traffic.source), "format": traffic.format, "ranks": traffic.size,
@@ -94,7 +100,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
         "mode": mode,
         # the nodes that hold the mapping's ranks (the whole machine is in "machine" as a hostlist,
         # and in machine.json): report.json grows with the job, not with the machine
-        "nodes": report.nodes_used(machine, res.slot_of_rank),
+        "nodes": report.nodes_used(full, slots),
         "machine_nodes": full.nnodes,
         "algorithm": res.algorithm, "seed": seed, "chosen": res.chosen, "fell_back": res.fell_back,
         "objective": "cost = sum over rank pairs of bytes x accumulated level costs (TreeMatch SUM_COM; on a "
@@ -113,7 +119,6 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     extra = (lambda tmp: _plots(tmp, traffic, machine, {"rankmap": res.slot_of_rank,
                                                          "block": np.arange(traffic.size, dtype=np.int64)},
                                 check=False)) if plots_on else None
-    slots = res.slot_of_rank if sel is None else sel[res.slot_of_rank]      # slots of the whole machine
     path = writers.write_mapping(target, slots, full, rep, mspec.frozen(spec, full, compact=True), force, extra=extra)
     if console is not None:
         console.print(f"[bold]rankmap map[/bold] {traffic.size} ranks ({traffic.format}) onto {full.describe()}")
@@ -169,7 +174,6 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
     the compact ones). Returns ({name: (nodes, slots of `machine` to keep or None)} of the
     chosen set and of the set the quick cost prefers, a note, what report.json says of the
     choice); run_map then searches both in full when they differ (_final)."""
-    from rankmap.mapper import baselines
     named, costs = {}, {}
     for i, nodes in enumerate(cands):
         named[f"compact {i + 1}" if i < ncompact else f"allocation {i + 1 - ncompact}"] = (np.asarray(nodes), None)

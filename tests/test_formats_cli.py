@@ -169,6 +169,24 @@ def test_evaluate_reads_the_mapping_back(mapped):
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.parametrize("opts", [["--fill", "spread", "--network", "tofu:1x1x1"],
+                                  ["--oversubscribe", "4", "--network", "fat-tree:3x4"]])
+def test_map_reports_what_evaluate_finds_on_a_part_of_the_machine(tmp_path, opts):
+    """--fill spread and oversubscribed cores search a part of the machine's slots; the
+    mapping's metrics in report.json are the whole machine's (machine.json's), as evaluate's:
+    single-child levels of the part are not dropped from tree hop-bytes (40 against 160 B)."""
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,10\n1,2,10\n2,3,7\n3,0,5\n4,5,9\n")
+    res = rankmap("map", tmp_path / "t.csv", "--nodes", "n[1-12]", "--node-topology", "pack:2 numa:2 core:2",
+                  *opts, "--out", tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads((tmp_path / "m" / "report.json").read_text())["metrics"]["rankmap"]
+    res = rankmap("evaluate", tmp_path / "t.csv", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    ev = json.loads(res.stdout)["metrics"]["m"]
+    for k in ("sum_com", "tree_hop_bytes", "net_hop_bytes", "max_link_load", "internode_fraction"):
+        assert ev[k] == pytest.approx(rep[k]), k
+
+
 @pytest.mark.slow
 def test_map_on_a_torus_with_coords(tmp_path):
     coords = tmp_path / "coords"
