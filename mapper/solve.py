@@ -115,7 +115,61 @@ def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: in
     predictor: None (the default: the choice is the cost's alone), or a function of a mapping
     (slot of each rank) returning its predicted communication time in seconds (rankmap predict
     on the machine's network speeds); the mappings solve found (each start refined, the best
-    refined further) and the default orders are then compared by it (choose_predicted)."""
+    refined further) and the default orders are then compared by it (choose_predicted).
+    A partly filled machine (--fill packed) is also searched on its most compact set of the
+    fewest nodes alone (_packed_too)."""
+    t0 = time.monotonic()
+    res = _solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph, quick, predictor)
+    if fill == "packed" and not quick and predictor is None and algorithm in ("metis", "scotch", "greedy") \
+            and traffic.size <= PACKED_TOO_MAX:
+        left = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0))
+        res = _packed_too(traffic, machine, res, algorithm, seed, tries, left, refine, graph)
+    return res
+
+
+# Ranks that fill less than partition.FULL of the slots: the hierarchical start already keeps
+# to the fewest nodes, but the other starts and the search may use the rest, and on tori and
+# switch trees they did so at a loss: the same search on the most compact set of the fewest
+# nodes (allocation.candidate_node_sets) was up to 12 % cheaper on 1k-rank stencils and
+# all-to-all blocks on a torus at 78 % fill (and up to 3 % dearer elsewhere): both are kept
+# as candidates. Up to this many ranks (a second search: twice the time).
+PACKED_TOO_MAX = 20000
+
+
+def _packed_too(traffic: Traffic, machine: Machine, res: Result, algorithm, seed, tries, time_limit, refine,
+                graph) -> Result:
+    from rankmap.mapper import allocation
+    from rankmap.mapper.partition import FULL
+    n = traffic.size
+    if n >= FULL * machine.nslots:
+        return res
+    nodes = allocation.candidate_node_sets(machine, n)[0]
+    used = np.unique(machine.slot_node[res.slot_of_rank])
+    if len(nodes) == machine.nnodes or np.array_equal(used, nodes):
+        return res
+    sub = allocation.restrict(machine, nodes)
+    alone = _solve(traffic, sub, algorithm, seed, tries, time_limit, refine, "packed", graph)
+    slot = allocation.kept_slots(machine, nodes)[alone.slot_of_rank]
+    cost = Problem(graph or from_traffic(traffic), machine).cost(slot)
+    notes = list(res.notes)
+    cands = dict(res.candidates) | {f"{k} (fewest nodes)": v for k, v in alone.candidates.items()}
+    # a default order (block) kept for being within MIN_GAIN of the search's result is replaced
+    # only by a mapping clearly cheaper than it
+    if cost < res.cost * (1 - MIN_GAIN if res.fell_back else 1):
+        notes = [x for x in notes if not x.endswith("it is returned unchanged")]     # the default's, now beaten
+        notes.append(f"partly filled: the search on the {len(nodes)} nodes that hold the ranks most compactly costs "
+                     f"{cost / res.cost:.4f}x the search on all {machine.nnodes}; it is kept")
+        return Result(slot_of_rank=slot, cost=cost, algorithm=res.algorithm, chosen=f"{alone.chosen} (fewest nodes)",
+                      fell_back=False, candidates=cands, defaults=res.defaults,
+                      seconds=res.seconds + alone.seconds, notes=notes + [x for x in alone.notes if x not in notes])
+    return Result(slot_of_rank=res.slot_of_rank, cost=res.cost, algorithm=res.algorithm, chosen=res.chosen,
+                  fell_back=res.fell_back, candidates=cands, defaults=res.defaults, seconds=res.seconds + alone.seconds,
+                  notes=notes, predicted=res.predicted)
+
+
+def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: int = 0, tries: int | None = None,
+           time_limit: float | None = None, refine: bool = True, fill: str = "packed",
+           graph: Graph | None = None, quick: bool = False, predictor=None) -> Result:
     if algorithm not in ALGORITHMS:
         raise UserError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     t0 = time.monotonic()

@@ -70,8 +70,9 @@ def _network_speeds(source: str):
               help="Safety cap on the search in seconds; when it bites, the result depends on the machine's speed.")
 @click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
 @click.option("--fill", type=click.Choice(["packed", "spread"]), default="packed", show_default=True,
-              help="With fewer ranks than slots: use the fewest nodes (and sockets), in order, unless the ranks fill "
-              "90 % of them; or spread over all (evenly, in proportion to their slots).")
+              help="With fewer ranks than slots: start from the fewest nodes (and sockets), in order, unless the "
+              "ranks fill 90 % of them (the search may still use more where that costs less); or spread over all "
+              "(evenly, in proportion to their slots; the search keeps to those slots).")
 @click.option("--mode", type=click.Choice(["same-allocation", "whole-cluster"]), default="same-allocation",
               show_default=True, help="Map onto the given nodes, or choose a compact part of them first.")
 @click.option("--imbalance", type=Number(0.0, validate.MAX_IMBALANCE), metavar="EPS",
