@@ -504,9 +504,14 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     node_level = names.index("node")
 
     used = {}        # per node kind (nodes share topology objects): its cores used, computed once
+    most = max(t.cores for t in topos)
     for t in topos:
         if id(t) not in used:
-            used[id(t)] = np.repeat(np.array(_cores_used(t, ranks_per_node), dtype=np.int64), oversubscribe)
+            # nodes of several sizes: K is at most K per node (Slurm's --ntasks-per-node with
+            # --ntasks), a smaller node gives all its cores; K above every node's is an error
+            k = min(ranks_per_node, t.cores) if ranks_per_node is not None and ranks_per_node <= most else \
+                ranks_per_node
+            used[id(t)] = np.repeat(np.array(_cores_used(t, k), dtype=np.int64), oversubscribe)
     per_node = [used[id(t)] for t in topos]
     nslots = sum(len(c) for c in per_node)
     if nslots > validate.MAX_SLOTS:

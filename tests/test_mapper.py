@@ -135,6 +135,15 @@ def test_spread_and_oversubscribe():
     assert o.nslots == 6 and o.distance(np.array([0]), np.array([1]))[0] == 0       # same core: free
 
 
+def test_ranks_per_node_on_nodes_of_several_sizes():
+    """K is at most K per node where nodes differ (a 1-core node among 32-core ones used to
+    refuse --ranks-per-node 3 outright); K above every node's cores stays an error."""
+    m = machine.build(["a", "b", "c"], ["a,b=pack:2 core:16", "c=pack:1 core:1"], ranks_per_node=3)
+    assert np.bincount(m.slot_node).tolist() == [3, 3, 1]
+    with pytest.raises(UserError, match="exceeds the 32 cores"):
+        machine.build(["a", "b", "c"], ["a,b=pack:2 core:16", "c=pack:1 core:1"], ranks_per_node=33)
+
+
 def _spread_by_loop(m, nranks):
     """allocation.spread's selection as it was computed before it moved to numpy (a loop over
     each node's slots): the reference its numpy form must equal."""

@@ -124,7 +124,7 @@ def machine_options(f):
                      "accumulated convention; default 1000,100,10; @FILE reads `rankmap probe` output."),
         click.option("--hop-cost", metavar="COST", type=Number(0.0, validate.MAX_COST), help="Torus: cost of each link after the first (default: the node-level "
                      "cost; a level-cost file may give it as 'hop')."),
-        click.option("--ranks-per-node", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="K", help="Use only K cores per node, spread over its packages."),
+        click.option("--ranks-per-node", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="K", help="Use only K cores per node, spread over its packages (nodes of several sizes: at most K; a node of fewer cores uses all of them)."),
         click.option("--oversubscribe", type=click.IntRange(1, validate.MAX_OVERSUBSCRIBE), default=1,
                      show_default=True, metavar="N", help="Up to N ranks per core: the ranks take distinct cores "
                      "first; cores take a second (third...) rank only when the ranks outnumber the cores, evenly."),
