@@ -33,7 +33,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     notes = list(traffic.notes)
     chosen_nodes = node_sets = None
     # --oversubscribe for processes (not --imbalance's units of work): distinct cores first
-    processes = not spec.get("imbalance")
+    processes = spec.get("imbalance") is None       # --imbalance 0 is units of work too
     if mode == "whole-cluster":
         one = allocation.cores_first(machine, traffic.size) if processes else None
         search_on = one[0] if one is not None and one[0].nnodes == machine.nnodes else machine   # same node indices

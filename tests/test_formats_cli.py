@@ -187,6 +187,21 @@ def test_map_reports_what_evaluate_finds_on_a_part_of_the_machine(tmp_path, opts
         assert ev[k] == pytest.approx(rep[k]), k
 
 
+def test_imbalance_zero_is_units_of_work_not_processes(tmp_path):
+    """--imbalance 0 (every core exactly its share of the units) was read as 'no --imbalance'
+    and searched as oversubscribed processes (distinct cores first): map's block row then
+    differed from evaluate's."""
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n" + "".join(f"{i},{(i * 7 + 3) % 41},{10 + i}\n"
+                                                                  for i in range(41)))
+    res = rankmap("map", tmp_path / "t.csv", "--nodes", "n[1-4]", "--node-topology", "core:2", "--imbalance", "0",
+                  "--out", tmp_path / "m", "--json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert not any("--oversubscribe" in x for x in rep["notes"]), rep["notes"]
+    ev = json.loads(rankmap("evaluate", tmp_path / "t.csv", tmp_path / "m", "--json").stdout)["metrics"]
+    assert ev["block"]["sum_com"] == pytest.approx(rep["metrics"]["block"]["sum_com"])
+
+
 @pytest.mark.slow
 def test_map_on_a_torus_with_coords(tmp_path):
     coords = tmp_path / "coords"
