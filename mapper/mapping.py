@@ -87,11 +87,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     slots = res.slot_of_rank if sel is None else sel[res.slot_of_rank]      # slots of the whole machine
     # the metrics on the machine written to machine.json, as `evaluate` computes them; block,
     # cyclic and random over the slots searched (--fill spread, cores first), lifted onto it
-    lift = (lambda s: s) if sel is None else (lambda s: sel[s])
-    results = report.compare(traffic.bytes, full, {
-        "rankmap": slots, "block": lift(baselines.block(traffic.size, machine)),
-        "cyclic": lift(baselines.cyclic(traffic.size, machine)),
-        "random": lift(baselines.random(traffic.size, machine, seed))}, seed, traffic.placement, by_node=True)
+    results = report.compare(traffic.bytes, full, {"rankmap": slots, **_orders(traffic.size, machine, sel, seed)},
+                             seed, traffic.placement, by_node=True)
     rep = {
         "rankmap_version": VERSION,
         "traffic": {"source": str(traffic.source), "format": traffic.format, "ranks": traffic.size,
@@ -267,6 +264,22 @@ def inputs_of(traffic: Traffic, spec: dict) -> list:
     return [x for x in out if x]
 
 
+def _orders(n: int, searched, sel, seed) -> dict:
+    """Block, cyclic and random over the slots a search used (the machine `searched`, its
+    slots `sel` of the whole machine; None: the whole machine), as slots of the whole machine."""
+    lift = (lambda s: s) if sel is None else (lambda s: sel[s])
+    return {"block": lift(baselines.block(n, searched)), "cyclic": lift(baselines.cyclic(n, searched)),
+            "random": lift(baselines.random(n, searched, seed))}
+
+
+def _orders_of(n: int, machine, spec: dict, seed) -> dict:
+    """evaluate's and predict's block, cyclic and random: as map's, over distinct cores first on
+    an oversubscribed machine of processes (allocation.cores_first); --fill spread is not
+    in machine.json, so there they are the whole machine's slots in order."""
+    packed = allocation.cores_first(machine, n) if spec.get("imbalance") is None else None
+    return _orders(n, machine, None, seed) if packed is None else _orders(n, packed[0], packed[1], seed)
+
+
 def _read_named(mappings, machine, n: int, named: dict) -> dict:
     """Each mapping (directory or file) under its name; repeated names get primes."""
     for m in mappings:
@@ -280,9 +293,11 @@ def _read_named(mappings, machine, n: int, named: dict) -> dict:
 def run_evaluate(traffic: Traffic, spec: dict, mappings, seed, plots_dir, console) -> dict:
     machine = mspec.build(spec)
     named = _read_named(mappings, machine, traffic.size, {})
-    results = report.compare(traffic.bytes, machine, named, seed, traffic.placement, by_node=True)
+    orders = _orders_of(traffic.size, machine, spec, seed)
+    results = report.compare(traffic.bytes, machine, named | {k: v for k, v in orders.items() if k not in named},
+                             seed, traffic.placement, by_node=True)
     if plots_dir:
-        _plots(Path(plots_dir), traffic, machine, named | {"block": np.arange(traffic.size, dtype=np.int64)},
+        _plots(Path(plots_dir), traffic, machine, named | {"block": orders["block"]},
                inputs=[traffic.source, *mappings])
     if console is not None:
         console.print(f"[bold]rankmap evaluate[/bold] {traffic.size} ranks on {machine.describe()}")
@@ -295,7 +310,7 @@ def run_predict(traffic: Traffic, spec: dict, mappings, net, console) -> dict:
     is a rankmap.mapper.predict.Network."""
     from rankmap.mapper.predict import predict
     machine = mspec.build(spec)
-    named = _read_named(mappings, machine, traffic.size, {"block": np.arange(traffic.size, dtype=np.int64)})
+    named = _read_named(mappings, machine, traffic.size, {"block": _orders_of(traffic.size, machine, spec, 0)["block"]})
     from rankmap.mapper.critpath import schedule_of
     sched = schedule_of(traffic)          # an SMPI trace: the latency on its critical path
     out = {k: predict(traffic.bytes, traffic.msgs, machine, slot, net, schedule=sched) for k, slot in named.items()}

@@ -170,7 +170,8 @@ def test_evaluate_reads_the_mapping_back(mapped):
 
 
 @pytest.mark.parametrize("opts", [["--fill", "spread", "--network", "tofu:1x1x1"],
-                                  ["--oversubscribe", "4", "--network", "fat-tree:3x4"]])
+                                  ["--oversubscribe", "4", "--network", "fat-tree:3x4"],
+                                  ["--oversubscribe", "2"]])
 def test_map_reports_what_evaluate_finds_on_a_part_of_the_machine(tmp_path, opts):
     """--fill spread and oversubscribed cores search a part of the machine's slots; the
     mapping's metrics in report.json are the whole machine's (machine.json's), as evaluate's:
@@ -182,9 +183,12 @@ def test_map_reports_what_evaluate_finds_on_a_part_of_the_machine(tmp_path, opts
     rep = json.loads((tmp_path / "m" / "report.json").read_text())["metrics"]["rankmap"]
     res = rankmap("evaluate", tmp_path / "t.csv", tmp_path / "m", "--json")
     assert res.returncode == 0, res.stderr
-    ev = json.loads(res.stdout)["metrics"]["m"]
+    ev = json.loads(res.stdout)["metrics"]
     for k in ("sum_com", "tree_hop_bytes", "net_hop_bytes", "max_link_load", "internode_fraction"):
-        assert ev[k] == pytest.approx(rep[k]), k
+        assert ev["m"][k] == pytest.approx(rep[k]), k
+    if "--oversubscribe" in opts:        # block over distinct cores first, in map and in evaluate
+        blk = json.loads((tmp_path / "m" / "report.json").read_text())["metrics"]["block"]
+        assert ev["block"]["sum_com"] == pytest.approx(blk["sum_com"])
 
 
 def test_imbalance_zero_is_units_of_work_not_processes(tmp_path):
