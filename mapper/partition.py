@@ -157,9 +157,14 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
             np.searchsorted(np.cumsum(caps), np.arange(sub.n), side="right").astype(np.int64)
         return [(math.nan if only_part else sub.cut(part), part)]
     how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units, skewed) if keep is None or h in keep + ("metis",)]
-    cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed,
-                           kway=sub.n <= 50000 and not (batched and how == ["metis"]
-                                                        and sub.n <= BATCHED_RB_PART * len(caps)))
+    # METIS alone into parts of at most BATCHED_RB_PART: its recursive bisection only, on batched
+    # graphs and on big graphs of skewed degrees (not batched: their splits come one at a time
+    # here). social/100k/switch4's 391 splits of a leaf switch into 16 nodes: k-way took 7 ms
+    # each where recursive bisection took 2 ms, and cut 23 % more (40 of them); the mapping
+    # 11.3 -> 7.4 s, its cost 0.99995x, the other social/100k tune instances the same
+    rb_only = how == ["metis"] and sub.n <= BATCHED_RB_PART * len(caps) \
+        and (batched or skewed and graph_work > backends.PORTFOLIO_MAX_WORK)
+    cands = backends.metis(sub.indptr, sub.col, sub.w, caps, seed, kway=sub.n <= 50000 and not rb_only)
     # KaHIP's and Mt-KaHyPar's times grow fast on expander-like graphs (random partners:
     # KaHIP 16 s where a mesh of the same size takes 0.1 s), where a better cut gains
     # little: they are used only where METIS cut clearly less than a random split would

@@ -12,6 +12,7 @@ import numpy as np
 from rankmap.mapper import backends, baselines, libmetis
 from rankmap.mapper.graph import LIGHT_TAIL, Graph, from_traffic
 from rankmap.mapper.machine import Machine
+from rankmap.mapper.network import Torus
 from rankmap.mapper.partition import hierarchical
 from rankmap.mapper.refine import Problem
 from rankmap.profiler.errors import UserError
@@ -58,6 +59,13 @@ FINAL_MAX = 8
 # ranks) and a refinement takes seconds
 UNREFINED_ABOVE = 50000
 HOPELESS = 1.10
+# On a torus (or mesh) of nodes, traffic of this many ranks or more that is a process grid
+# (cartesian.detect) gets its nested bricks as the only partitioning start, without the
+# hierarchical bisections: on the 100k-rank tune instances (stencil7, stencil27; first seeds)
+# the bisections' start cost 1.14-1.19x the bricks' before any search, so it was never refined
+# (HOPELESS), and it took 3.8 s (stencil27) and 9.7 s (stencil7) of 6-10 s mappings. The
+# mappings are the same (issue 13: 10^5 ranks in 5 s). --tries still partitions.
+GRID_ALONE_ABOVE = UNREFINED_ABOVE
 
 TABU_SLOTS = 256   # up to this many slots the tabu search (O(slots^2) memory and steps) is used
 
@@ -233,6 +241,14 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
         nstarts = max(tries, work.starts)
     else:
         nstarts = work.starts
+    grid = None                 # (dims, mappings) of grid_starts, where computed before the partitionings
+    if algorithm == "metis" and fill == "packed" and tries is None and n >= GRID_ALONE_ABOVE \
+            and isinstance(machine.network, Torus):
+        from rankmap.mapper.cartesian import grid_starts
+        grid = grid_starts(graph.W, machine, root, prob.cost)
+        if grid[0]:                          # (GRID_ALONE_ABOVE's comment)
+            nstarts = 0
+            notes.append("the traffic is a process grid on a torus: its bricks were the start, without bisections")
     starts = []
     for t in range(nstarts):
         if t and time.monotonic() > deadline:       # --time-limit: no further partitioning
@@ -246,7 +262,7 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
             starts.append(("network", net, seed))
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)
             from rankmap.mapper.cartesian import grid_starts
-            dims, grids = grid_starts(graph.W, machine, root, prob.cost)
+            dims, grids = grid if grid is not None else grid_starts(graph.W, machine, root, prob.cost)
             starts += [("grid", b, seed) for b in grids]
             if dims:
                 notes.append(f"the traffic is a {' x '.join(map(str, dims))} process grid (ranks in row-major "
