@@ -149,9 +149,12 @@ def _packed_too(traffic: Traffic, machine: Machine, res: Result, algorithm, seed
     from rankmap.mapper import allocation
     from rankmap.mapper.partition import FULL
     n = traffic.size
-    if n >= FULL * machine.nslots:
+    if n >= FULL * machine.nslots or (time_limit is not None and time_limit <= 0):
         return res
-    nodes = allocation.candidate_node_sets(machine, n)[0]
+    try:
+        nodes = allocation.candidate_node_sets(machine, n)[0]
+    except UserError:            # no compact set found (a torus's boxes): the first search stands
+        return res
     used = np.unique(machine.slot_node[res.slot_of_rank])
     if len(nodes) == machine.nnodes or np.array_equal(used, nodes):
         return res
