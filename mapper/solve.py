@@ -68,6 +68,13 @@ HOPELESS = 1.10
 GRID_ALONE_ABOVE = UNREFINED_ABOVE
 
 TABU_SLOTS = 256   # up to this many slots the tabu search (O(slots^2) memory and steps) is used
+# On a torus (or mesh) of nodes, mappings of fewer than TORUS_ILS_BELOW ranks on more than
+# TABU_SLOTS slots get TORUS_ILS_ROUNDS kicks of iterated local search on the best: there the
+# single descent stops in a basin the kicks leave (issue 9, patterns family on the 4x4x4 torus:
+# periodic3-perm 1.032 -> 0.997 of the best anchor, lattice4 -3.2 %, periodic3 -1.0 %; no
+# tune instance of 1k ranks dearer; +0.1-0.6 s a mapping on the tori, nothing elsewhere)
+TORUS_ILS_ROUNDS = 20
+TORUS_ILS_BELOW = 2000
 
 
 @dataclass
@@ -80,21 +87,23 @@ class Effort:
     refine_defaults: bool  # also descend from block / cyclic (the input order always)
 
 
-def effort(n: int, nslots: int) -> Effort:
+def effort(n: int, nslots: int, torus: bool = False) -> Effort:
     """Small machines get the thorough search (quality races are won there); large ones a
     single partitioning and a descent, to keep mapping time near linear in the traffic.
     More partitionings are the user's call (--tries): on the standard benchmark a second seed
-    lowers J by 0-4 % at twice the time (docs/mapper.md)."""
+    lowers J by 0-4 % at twice the time (docs/mapper.md). torus: the machine's network is a
+    torus or mesh (TORUS_ILS_ROUNDS)."""
     if nslots <= TABU_SLOTS:
         return Effort(16, 0, int(min(20000, max(2000, 3e7 / nslots ** 2))), True)
+    ils = TORUS_ILS_ROUNDS if torus and n < TORUS_ILS_BELOW else 0
     if n < 1000:
         # mid-size machines: the seed's basin still matters. The two starts after the first are
         # light (partition.hierarchical: no KaHIP, no Mt-KaHyPar from scratch, METIS alone below
         # the first split): on the 1k-rank tune instances (both seeds) one start alone cost 0.03 %
         # more than three full ones (6 of 62 dearer, up to 0.8 %), with two light ones 0.01 %
         # (2 dearer, up to 0.27 %) at under a third of the full ones' time
-        return Effort(3, 0, 0, False)
-    return Effort(1, 0, 0, False)
+        return Effort(3, ils, 0, False)
+    return Effort(1, ils, 0, False)
 
 
 def check_fits(n: int, machine: Machine, traffic: Traffic | None = None) -> None:
@@ -202,7 +211,7 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
     if pgraph is not graph:
         notes.append(f"the partitioners saw {pgraph.W.nnz // 2} of the {graph.W.nnz // 2} communicating pairs "
                      f"(the rest carry {LIGHT_TAIL:.1%} of the bytes); the search and every cost use all")
-    work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots)
+    work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots, isinstance(machine.network, Torus))
     cap = 1e9 if time_limit is None else time_limit
     deadline = time.monotonic() + cap
     timed_out = False
