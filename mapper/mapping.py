@@ -280,11 +280,16 @@ def _orders_of(n: int, machine, spec: dict, seed) -> dict:
     return _orders(n, machine, None, seed) if packed is None else _orders(n, packed[0], packed[1], seed)
 
 
+# the rows evaluate adds: a mapping of one of these names gets a prime instead of replacing it
+BASELINE_ROWS = ("block", "cyclic", "random", "input order")
+
+
 def _read_named(mappings, machine, n: int, named: dict) -> dict:
-    """Each mapping (directory or file) under its name; repeated names get primes."""
+    """Each mapping (directory or file) under its name; repeated names, and the baselines'
+    names, get primes."""
     for m in mappings:
         name = Path(m).name or m
-        while name in named:
+        while name in named or name in BASELINE_ROWS:
             name += "'"
         named[name] = writers.read_mapping(m, machine, n)
     return named
@@ -294,8 +299,7 @@ def run_evaluate(traffic: Traffic, spec: dict, mappings, seed, plots_dir, consol
     machine = mspec.build(spec)
     named = _read_named(mappings, machine, traffic.size, {})
     orders = _orders_of(traffic.size, machine, spec, seed)
-    results = report.compare(traffic.bytes, machine, named | {k: v for k, v in orders.items() if k not in named},
-                             seed, traffic.placement, by_node=True)
+    results = report.compare(traffic.bytes, machine, named | orders, seed, traffic.placement, by_node=True)
     if plots_dir:
         _plots(Path(plots_dir), traffic, machine, named | {"block": orders["block"]},
                inputs=[traffic.source, *mappings])

@@ -191,6 +191,16 @@ def test_map_reports_what_evaluate_finds_on_a_part_of_the_machine(tmp_path, opts
         assert ev["block"]["sum_com"] == pytest.approx(blk["sum_com"])
 
 
+def test_a_mapping_named_like_a_baseline_does_not_replace_it(mapped, tmp_path):
+    import shutil
+    shutil.copytree(mapped, tmp_path / "block")
+    res = rankmap("evaluate", MATRICES / "npb_lu_64.csv", tmp_path / "block", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["metrics"]
+    assert {"block'", "block", "cyclic", "random"} <= set(rows)
+    assert rows["block'"]["sum_com"] < rows["block"]["sum_com"]          # the mapping, and block order itself
+
+
 def test_imbalance_zero_is_units_of_work_not_processes(tmp_path):
     """--imbalance 0 (every core exactly its share of the units) was read as 'no --imbalance'
     and searched as oversubscribed processes (distinct cores first): map's block row then
