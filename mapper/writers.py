@@ -18,6 +18,7 @@ half a mapping, and an existing one is replaced only when it is a mapping (its m
 .rankmap-mapping) and --force is given (rankmap.profiler.outputs)."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -138,8 +139,9 @@ def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list, list]:
         if not f or f[0].startswith("#"):
             continue
         where = f"{path}:{lineno}"
-        if len(f) < 3:
-            raise UserError(f"{where}: expected 'rank host core[,core...]', got {len(f)} field(s)")
+        if len(f) != 3:       # "0 n1 0 1" (cores with a blank) would bind to core 0 alone
+            raise UserError(f"{where}: expected 'rank host core[,core...]' (cores joined by commas, no blanks), "
+                            f"got {len(f)} field(s)")
         r = valid.integer(f[0], where, "rank", 0, float_form=False)
         if r != len(hosts):
             raise UserError(f"{where}: ranks must be listed in order 0, 1, 2... (found {r}, expected {len(hosts)})")
@@ -242,6 +244,7 @@ def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np
     pl = read_placement(path)
     index = {h: k for k, h in enumerate(machine.hosts)}
     free = {k: list(v) for k, v in enumerate(machine.slots_by_node())}
+    by_node = functools.cache(machine.slots_by_node)
     slot = np.full(len(pl.hosts), -1, dtype=np.int64)
     for r, host in enumerate(pl.hosts):
         where, hk = pl.lines[r] if pl.lines else (pl.source, None)
@@ -250,10 +253,13 @@ def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np
         node = index[host]
         core = pl.cores[r][0] if pl.cores is not None else None
         cands = [s for s in free[node] if core is None or machine.slot_core[s] == core]
-        if not cands and core is not None:
-            have = sorted(set(machine.slot_core[machine.slots_by_node()[node]].tolist()))
-            if core not in have:
-                raise UserError(f"{where}: rank {r}: {host} has no core {core} in this machine (its cores: "
+        # every core of the line must be the node's (a rank bound to several: the first is its slot)
+        more = pl.cores[r][1:] if pl.cores is not None else []
+        if (not cands and core is not None) or more:
+            have = sorted(set(machine.slot_core[by_node()[node]].tolist()))
+            bad = next((c for c in [core, *more] if c not in have), None)
+            if bad is not None:
+                raise UserError(f"{where}: rank {r}: {host} has no core {bad} in this machine (its cores: "
                                 f"{_ranges(have)})")
         if not cands:
             what = f"core {core} of {host}" if core is not None else host

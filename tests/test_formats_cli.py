@@ -201,6 +201,18 @@ def test_a_mapping_named_like_a_baseline_does_not_replace_it(mapped, tmp_path):
     assert rows["block'"]["sum_com"] < rows["block"]["sum_com"]          # the mapping, and block order itself
 
 
+@pytest.mark.parametrize("edit,fragment", [(" extra", "got 4 field(s)"), (",99", "has no core 99")])
+def test_binding_lines_are_checked_whole(mapped, tmp_path, edit, fragment):
+    """'63 n4 15 1' (cores written with a blank) bound rank 63 to core 15 alone, and a second
+    core that the node does not have passed evaluate: both are refused."""
+    rows = (mapped / "binding.txt").read_text().splitlines()
+    last = len(rows) - 1 - next(i for i, r in enumerate(reversed(rows)) if r and not r.startswith("#"))
+    rows[last] += edit
+    (tmp_path / "binding.txt").write_text("\n".join(rows) + "\n")
+    one_error_line(rankmap("evaluate", MATRICES / "npb_lu_64.csv", tmp_path / "binding.txt", "--machine", mapped),
+                   fragment)
+
+
 def test_imbalance_zero_is_units_of_work_not_processes(tmp_path):
     """--imbalance 0 (every core exactly its share of the units) was read as 'no --imbalance'
     and searched as oversubscribed processes (distinct cores first): map's block row then

@@ -69,12 +69,16 @@ int main(int argc, char **argv)
     size_t cap = 0;
     ssize_t len;
     while ((len = getline(&line, &cap, f)) >= 0) {
-        if (line[0] == '#' || line[0] == '\n')
+        /* the Python reader's rules: blanks (and a CRLF's \r) separate fields, a line whose
+           first field starts with '#' is a comment wherever it is indented */
+        char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
+        if (!tok || tok[0] == '#')
             continue;
-        char *save = NULL, *tok = strtok_r(line, " \t\n", &save);
-        if (!tok || strtol(tok, NULL, 10) != rank)
+        char *rend;
+        long r = strtol(tok, &rend, 10);
+        if (*rend || r != rank)
             continue;
-        char *h = strtok_r(NULL, " \t\n", &save), *c = strtok_r(NULL, " \t\n", &save);
+        char *h = strtok_r(NULL, " \t\r\n", &save), *c = strtok_r(NULL, " \t\r\n", &save);
         if (h && c) {
             host = strdup(h);
             cores = strdup(c);
