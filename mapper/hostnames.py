@@ -20,14 +20,11 @@ from rankmap.profiler.errors import UserError
 hostlist.MAX_SIZE = max(hostlist.MAX_SIZE, validate.MAX_NODES)
 
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 
 
 def check_name(host: str, where: str) -> str:
     """A host name: letters, digits, '.', '_', '-' (no spaces, no path)."""
-    if not _NAME.match(host):
-        raise UserError(f"{where}: {host[:60]!r} is not a host name (letters, digits, '.', '_', '-')")
-    return host
+    return validate.host_name(host, where)
 
 
 def count(expr: str) -> int | None:

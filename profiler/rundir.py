@@ -398,6 +398,8 @@ def _meta(buf: bytes, where: str) -> dict:
     for k in ("hostname", "affinity_init", "mpi_library", "processor_name"):
         if k in meta and not isinstance(meta[k], str):
             meta[k] = str(meta[k])
+    if "hostname" in meta:              # a damaged or hand-edited name would reach hostlists and the mapping files
+        validate.host_name(meta["hostname"], f"{where}: its META hostname")
     if "cpu_init" in meta and (isinstance(meta["cpu_init"], bool) or not isinstance(meta["cpu_init"], int)):
         meta["cpu_init"] = -1
     return meta

@@ -39,6 +39,16 @@ LIMITS = {"ranks": MAX_RANKS, "nodes": MAX_NODES, "cores per node": MAX_CORES_PE
           "bytes per pair": MAX_PAIR_BYTES, "level cost": MAX_COST}
 
 
+# a host name as Slurm, hostlists and the mapping files take it: letters, digits, '.', '_', '-'
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+
+
+def host_name(host: str, where: str) -> str:
+    """A host name (HOST_NAME), or one error naming where it came from."""
+    if not HOST_NAME.match(host):
+        raise UserError(f"{where}: {host[:60]!r} is not a host name (letters, digits, '.', '_', '-')")
+    return host
+
 def at(path, line: int | None = None, field: str | None = None) -> str:
     """The place of a value: FILE, FILE:LINE, FILE:LINE: field."""
     s = str(path)

@@ -208,3 +208,15 @@ def test_rankmap_debug_zero_keeps_tracebacks_hidden(monkeypatch, value, shown):
     from rankmap.cli import _debug
     monkeypatch.setenv("RANKMAP_DEBUG", value)
     assert _debug() is shown
+
+
+@pytest.mark.parametrize("name", ["node[1]", "a\n[bold]b", "", "n1:0"])
+def test_a_damaged_profile_hostname_is_refused_by_the_reader(name):
+    """A profile's META hostname reaches hostlists (map's default node list) and the mapping
+    files: 'node[1]' ended in an internal error (BadHostlist), a line break went to the
+    console as markup."""
+    from rankmap.profiler.errors import UserError
+    from rankmap.profiler.rundir import _meta
+    with pytest.raises(UserError, match="META hostname: .* is not a host name"):
+        _meta(json.dumps({"hostname": name}).encode(), "run/ranks.0.rmp")
+    assert _meta(json.dumps({"hostname": "cn-017.cluster"}).encode(), "x")["hostname"] == "cn-017.cluster"
