@@ -392,6 +392,14 @@ def expand(collectives, size: int, model: str = "auto", k: int | None = None):
         z = sp.csr_matrix((size, size), dtype=np.int64)
         return z, z.copy(), summary
     r, cc = np.concatenate(rows), np.concatenate(cols)
-    B = sp.coo_matrix((np.rint(np.concatenate(byts)).astype(np.int64), (r, cc)), shape=(size, size)).tocsr()
-    M = sp.coo_matrix((np.rint(np.concatenate(msgs)).astype(np.int64), (r, cc)), shape=(size, size)).tocsr()
+    B, M = (_matrix(np.concatenate(x), r, cc, size) for x in (byts, msgs))
     return B, M, summary
+
+
+def _matrix(v: np.ndarray, r: np.ndarray, c: np.ndarray, size: int) -> sp.csr_matrix:
+    """Rounded counts as an int64 matrix, or as floats where a sum would not fit one (a
+    modelled collective of 2^63+ bytes wrapped to a negative count)."""
+    f = sp.coo_matrix((np.rint(v), (r, c)), shape=(size, size)).tocsr()
+    if f.nnz and f.data.max() >= 2.0 ** 62:
+        return f
+    return sp.coo_matrix((np.rint(v).astype(np.int64), (r, c)), shape=(size, size)).tocsr()

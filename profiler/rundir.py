@@ -355,12 +355,20 @@ def _read_run(path: Path) -> Profile:
     def mat(field):
         if not len(rows):
             return sp.csr_matrix((size, size), dtype=np.int64)
-        m = sp.coo_matrix((rows[field].astype(np.int64), (src, dst)), shape=(size, size))
-        return m.tocsr()  # duplicates (a send and a get between the same pair) add up
+        # the counters are unsigned 64-bit: summed as floats first, kept as exact int64 where
+        # they fit (2^64 - 1 bytes read as int64 was -1 byte)
+        f = sp.coo_matrix((rows[field].astype(np.float64), (src, dst)), shape=(size, size)).tocsr()
+        if f.nnz and f.data.max() >= INT_EXACT:
+            return f
+        return sp.coo_matrix((rows[field].astype(np.int64), (src, dst)), shape=(size, size)).tocsr()
+        # (duplicates, a send and a get between the same pair, add up)
 
     return Profile(path=path, run_id=run.get("run_id") or fpath.name[len("ranks."):-len(".rmp")], size=size,
                    bytes=mat("bytes"), msgs=mat("msgs"), ranks=ranks, collectives=collectives,
                    problems=problems, run=run)
+
+
+INT_EXACT = 2.0 ** 62     # sums below it cannot wrap an int64 (the float sum is within 2^-52 of the true one)
 
 
 def _sections(data: memoryview, boff: int, h, fpath: Path) -> dict[int, memoryview]:
