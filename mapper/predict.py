@@ -63,8 +63,8 @@ class Network:
         near_key = "same socket" if "same socket" in lat else "other socket"
         if "neighbour node" not in lat or near_key not in lat or "neighbour node" not in bw or near_key not in bw:
             raise UserError(f"{where}: the probe measured no pair of nodes (or no pair inside a node)")
-        num = lambda d, k, name, lo_open: validate.number(d[k], where, f"{name}.{k}", 0.0, 1e9,  # noqa
-                                                          lo_open=lo_open)
+        num = lambda d, k, name, bw: validate.number(d[k], where, f"{name}.{k}",  # noqa
+                                                     validate.MIN_BANDWIDTH if bw else 0.0, 1e9)
         return cls(link_bw=num(bw, "neighbour node", "bandwidth_GBps", True) * 1e9,
                    link_lat=num(lat, "neighbour node", "latency_us", False) * 1e-6,
                    loop_bw=num(bw, near_key, "bandwidth_GBps", True) * 1e9,

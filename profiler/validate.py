@@ -31,6 +31,7 @@ MAX_SLOTS = 1 << 24            # ranks the machine can hold (cores x oversubscri
 MAX_OVERSUBSCRIBE = 1 << 24    # ranks per core: MAX_SLOTS bounds the machine (a graph's vertices as units of work put 10^3+ on a core)
 MAX_IMBALANCE = 1023           # --imbalance: a core may take up to 1024x its share
 MAX_NET_POSITIONS = 1 << 22    # positions of a torus / mesh, leaves of a switch tree
+MIN_BANDWIDTH = 1e-9          # GB/s (1 B/s): below it the model's times overflow to inf (5e-324 GB/s was taken)
 MAX_PAIR_BYTES = 2.0 ** 64     # bytes between two ranks: more than a 64-bit counter holds was not measured
 MAX_COST = 1e15                # one level's cost (and the hop cost)
 MAX_TEXT_BYTES = 1 << 33       # a text input file (8 GiB)

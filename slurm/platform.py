@@ -123,7 +123,8 @@ class Platform:
         sg["node_kinds"] = [tuple(k) for k in kinds]
         for k in ("link_bw", "link_lat", "loopback_bw", "loopback_lat", "core_speed", "network_scale", "nic_bw"):
             if k in sg and not (k == "nic_bw" and sg[k] is None):
-                sg[k] = validate.number(sg[k], where, f"simgrid.{k}", None, 1e9)
+                sg[k] = validate.number(sg[k], where, f"simgrid.{k}",
+                                        0.0 if k.endswith("_lat") else validate.MIN_BANDWIDTH, 1e9)
         try:
             p = cls(**sg)
         except TypeError as e:

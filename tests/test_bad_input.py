@@ -232,3 +232,12 @@ def test_counts_past_int64_stay_positive():
     assert big[0, 1] == pytest.approx(2.0 ** 64) and big[1, 0] == 5
     small = _matrix(np.array([3.0, 4.0, 5.0]), r, c, 2)
     assert small.dtype == np.int64 and small[0, 1] == 7
+
+
+def test_a_bandwidth_below_one_byte_a_second_is_refused(tmp_path):
+    """5e-324 GB/s passed and predict printed inf, its --json the bare token Infinity."""
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,100\n")
+    res = run_cli("map", tmp_path / "t.csv", "--nodes", "n[1-2]", "--node-topology", "core:1", "--out", tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    one_error_line(run_cli("predict", tmp_path / "t.csv", tmp_path / "m", "--link-bw", "5e-324", "--link-lat", "1",
+                           "--loopback-bw", "10", "--loopback-lat", "0.1"), "--link-bw")

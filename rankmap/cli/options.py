@@ -45,7 +45,7 @@ class Number(click.ParamType):
 POSITIVE = Number(0.0, lo_open=True)       # speeds, seconds
 NON_NEGATIVE = Number(0.0)                 # costs, overheads
 MAX_SPEED = 1e9                            # GB/s, us, Gflop/s: beyond this the model's sums overflow, no hardware is near
-BANDWIDTH = Number(0.0, MAX_SPEED, lo_open=True)
+BANDWIDTH = Number(validate.MIN_BANDWIDTH, MAX_SPEED)
 LATENCY = Number(0.0, MAX_SPEED)
 SEED = click.IntRange(0, 10 ** 9)          # seeds: the partitioners and the local search take 32-bit seeds
 RANKS = click.IntRange(1, validate.MAX_RANKS)
