@@ -125,7 +125,11 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
         if a in ("-N", "--nodes") or a.startswith("--nodes=") or a.startswith("-N"):
             raise UserError("do not pass --nodes with a mapping: the hostfile decides the nodes "
                             "(Slurm >= 23.11 rejects --nodes with an arbitrary distribution)")
-        if a in ("-n", "--ntasks") or a.startswith("--ntasks=") or a == "-m" or a.startswith("--distribution"):
+        # srun's getopt takes -n4 / -mblock attached and any unambiguous prefix of a long option
+        # (--ntask=4, --distrib=cyclic)
+        name = a.split("=", 1)[0]
+        if (a.startswith("-n") and not a.startswith("--")) or (a.startswith("-m") and not a.startswith("--")) \
+                or (len(name) >= 4 and ("--ntasks".startswith(name) or "--distribution".startswith(name))):
             raise UserError(f"{a}: the mapping decides the task count and distribution")
     uniq = list(dict.fromkeys(m.hosts))
     if cluster.in_allocation():

@@ -241,3 +241,17 @@ def test_a_bandwidth_below_one_byte_a_second_is_refused(tmp_path):
     assert res.returncode == 0, res.stderr
     one_error_line(run_cli("predict", tmp_path / "t.csv", tmp_path / "m", "--link-bw", "5e-324", "--link-lat", "1",
                            "--loopback-bw", "10", "--loopback-lat", "0.1"), "--link-bw")
+
+
+@pytest.mark.parametrize("arg", ["-n4", "-mblock", "--ntask=4", "--distrib=cyclic", "--ntasks=4", "-m"])
+def test_srun_arguments_cannot_override_the_mapping(tmp_path, arg):
+    """srun's getopt takes attached short options and long-option prefixes: -n4 and
+    --distrib=cyclic passed the check and the srun line carried two task counts."""
+    from rankmap.profiler.errors import UserError
+    from rankmap.slurm.relaunch import srun_plan
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,100\n")
+    assert run_cli("map", tmp_path / "t.csv", "--nodes", "n[1-2]", "--node-topology", "core:1",
+                   "--out", tmp_path / "m").returncode == 0
+    with pytest.raises(UserError, match="the mapping decides the task count"):
+        srun_plan(tmp_path / "m", ["true"], [arg], check_nodes=False)
+    srun_plan(tmp_path / "m", ["true"], ["--ntasks-per-core=1", "--time=5"], check_nodes=False)     # others pass
