@@ -112,6 +112,9 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
         shutil.rmtree(tmp, ignore_errors=True)
     wall = time.monotonic() - t0
     m = SIMULATED.search(res.stderr)
+    if "Deadlock detected" in res.stderr:       # SimGrid ends the simulation, exit 0, at the deadlock's time
+        raise UserError(f"{what}: SimGrid detected a deadlock (every rank waits on another, e.g. blocking "
+                        "receives posted before the sends): the trace cannot be replayed to its end")
     if res.returncode != 0 or not m:
         lines = [ln for ln in res.stderr.strip().splitlines() if "[0.000000]" not in ln]
         why = [ln for ln in lines if "CRITICAL" in ln or "ERROR" in ln][:2]     # the cause, above the backtrace

@@ -179,6 +179,24 @@ def test_replay_is_bit_for_bit_reproducible(smpi_ok, tmp_path):
     assert smpi.replay(trace, p, d, hf, 16).seconds != a.seconds       # and the placement matters
 
 
+def test_replay_of_an_idle_or_deadlocked_trace(smpi_ok, tmp_path):
+    """A trace of 0 simulated seconds ended the table in ZeroDivisionError (exit 70); a
+    deadlocked one (every rank receives first) was a success of 0 s with --json."""
+    from rankmap.slurm import smpi
+    d = plat.write(plat.preset("angara-k1"), tmp_path / "k1")
+    hf = smpi.write_hostfile(["n0", "n1", "n2", "n3"], tmp_path / "hosts")
+    for name, body in (("idle", "{r} init\n{r} finalize\n"),
+                       ("deadlock", "{r} init\n{r} recv {n} 0 100 2\n{r} send {n} 0 100 2\n{r} finalize\n")):
+        (tmp_path / name).mkdir()
+        for r in range(4):
+            (tmp_path / name / f"rank-{r + 1}.txt").write_text(body.format(r=r, n=(r + 1) % 4))
+        (tmp_path / f"{name}.ti").write_text("".join(f"{tmp_path / name / f'rank-{r + 1}.txt'}\n" for r in range(4)))
+    res = rankmap("replay", tmp_path / "idle.ti", hf, "--platform", d)
+    assert res.returncode == 0 and "n/a" in res.stdout, res.stderr
+    for extra in ([], ["--json"]):
+        one_error_line(rankmap("replay", tmp_path / "deadlock.ti", hf, "--platform", d, *extra), "deadlock")
+
+
 def test_replay_cli_and_errors(smpi_ok, tmp_path):
     from rankmap.slurm import smpi
     p = plat.preset("angara-k1")

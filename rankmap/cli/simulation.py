@@ -158,7 +158,8 @@ def replay(trace, placements, platform_dir, as_json):
     ref = next(iter(res.values())).seconds
     for k, v in res.items():
         d = v.as_dict()
-        t.add_row(k, f"{v.seconds:.6g}", f"{v.comm_seconds:.6g}", f"{d['comm_share']:.1%}", f"{v.seconds / ref:.3f}",
+        t.add_row(k, f"{v.seconds:.6g}", f"{v.comm_seconds:.6g}", f"{d['comm_share']:.1%}",
+                  f"{v.seconds / ref:.3f}" if ref > 0 else "n/a",
                   f"{d['comm_alone_seconds']:.4g}", f"{d['predicted_comm_seconds']:.4g}", f"{v.hop_bytes:.4g}",
                   f"{v.max_link_load:.4g}")
     console.print(t)
