@@ -175,6 +175,8 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
             tok = m.group(2).split()
             try:
                 if op == "alltoallv":   # send_size, P send counts, recv_size, P recv counts, types
+                    if len(tok) < 2 + 2 * n:        # fewer counts than ranks: not SMPI's line
+                        raise ValueError(len(tok))
                     sc = [int(x) for x in tok[1:1 + n]]
                     size = _size(tok[2 + 2 * n] if len(tok) > 2 + 2 * n else None, unknown)
                     for dst, c in enumerate(sc):

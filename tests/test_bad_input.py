@@ -255,3 +255,17 @@ def test_srun_arguments_cannot_override_the_mapping(tmp_path, arg):
     with pytest.raises(UserError, match="the mapping decides the task count"):
         srun_plan(tmp_path / "m", ["true"], [arg], check_nodes=False)
     srun_plan(tmp_path / "m", ["true"], ["--ntasks-per-core=1", "--time=5"], check_nodes=False)     # others pass
+
+
+def test_an_smpi_alltoallv_line_with_fewer_counts_than_ranks_is_refused(tmp_path):
+    """'0 alltoallv 40 10 10' in a 4-rank trace was read as the counts that are there (and
+    SimGrid's replay of the trace then aborted)."""
+    from rankmap.profiler.errors import UserError
+    from rankmap.profiler.formats import read_traffic
+    (tmp_path / "t_files").mkdir()
+    for r in range(4):
+        body = "0 alltoallv 40 10 10\n" if r == 0 else ""
+        (tmp_path / "t_files" / f"rank-{r + 1}.txt").write_text(f"{r} init\n{body}{r} finalize\n")
+    (tmp_path / "trace.ti").write_text("".join(f"t_files/rank-{r + 1}.txt\n" for r in range(4)))
+    with pytest.raises(UserError, match="cannot read the alltoallv line"):
+        read_traffic(tmp_path / "trace.ti", "smpi", "auto", False)
