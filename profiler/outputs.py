@@ -37,7 +37,7 @@ MARKER = ".rankmap-{kind}"
 KNOWN = {
     "mapping": ("hostfile", "binding.txt", "rankfile", "machinefile", "collective-order.txt", "report.json",
                 "machine.json", "heatmap-*.png", "links-*.png"),
-    "platform": ("platform.xml", "platform-ideal.xml", "platform-nocompute.xml", "machine.json"),
+    "platform": ("platform.xml", "platform-ideal.xml", "platform-nocompute.xml", "machine.json", "platform.sha256"),
 }
 WHAT = {"mapping": "a mapping (rankmap map)", "platform": "a platform (rankmap platform)",
         "profile": "a profile run (rankmap profile)", "run": "a workflow (rankmap run)",
@@ -154,6 +154,15 @@ def target_dir(text, option: str, kind: str, force: bool = False, inputs=(), new
                         "choose another path, or remove it yourself")
     if not force:
         raise UserError(f"{option} {text}: {p} already exists; pass --force to replace it")
+    if kind in KNOWN:        # replaced as a whole: what the user put there beside rankmap's files would go too
+        marker = MARKER.format(kind=kind)
+        foreign = sorted(n for n in (c.name for c in p.iterdir())
+                         if n != marker and not any(fnmatch(n, pat) for pat in KNOWN[kind]))
+        if foreign:
+            raise UserError(f"{option} {text}: {p} also holds {foreign[0]!r}"
+                            + (f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else "")
+                            + ", which rankmap did not write; --force replaces only what rankmap wrote: move it "
+                            "out, or choose another path")
     _probe_writable(p.parent, option, text)
     return Target(p, option, kind, True)
 

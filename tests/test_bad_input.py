@@ -269,3 +269,16 @@ def test_an_smpi_alltoallv_line_with_fewer_counts_than_ranks_is_refused(tmp_path
     (tmp_path / "trace.ti").write_text("".join(f"t_files/rank-{r + 1}.txt\n" for r in range(4)))
     with pytest.raises(UserError, match="cannot read the alltoallv line"):
         read_traffic(tmp_path / "trace.ti", "smpi", "auto", False)
+
+
+def test_force_never_deletes_what_the_user_added_to_a_mapping(tmp_path):
+    """map --force replaced the directory whole: a notes file and a results directory the
+    user had put in it were gone."""
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,100\n")
+    args = ("map", tmp_path / "t.csv", "--nodes", "n[1-2]", "--node-topology", "core:1", "--out", tmp_path / "m")
+    assert run_cli(*args).returncode == 0
+    (tmp_path / "m" / "notes.txt").write_text("mine")
+    one_error_line(run_cli(*args, "--force"), "'notes.txt', which rankmap did not write")
+    assert (tmp_path / "m" / "notes.txt").read_text() == "mine"
+    (tmp_path / "m" / "notes.txt").unlink()
+    assert run_cli(*args, "--force").returncode == 0            # rankmap's own files alone: replaced
