@@ -112,14 +112,16 @@ def from_placement(placement: list | None, machine: Machine) -> np.ndarray | Non
 def _cores_of(cpus: str | None, topo) -> list[int]:
     if not cpus:
         return []
+    m = topo.core_of_pu()
+    top = max(m, default=-1)
     pus = set()
     for part in cpus.split(","):
         a, _, b = part.partition("-")
         try:
-            pus.update(range(int(a), int(b or a) + 1))
+            # clipped to the node's PUs: a damaged "0-99999999999" would fill memory
+            pus.update(range(int(a), min(int(b or a), top) + 1))
         except ValueError:
             return []
-    m = topo.core_of_pu()
     return sorted({m[p] for p in pus if p in m})
 
 

@@ -282,3 +282,12 @@ def test_force_never_deletes_what_the_user_added_to_a_mapping(tmp_path):
     assert (tmp_path / "m" / "notes.txt").read_text() == "mine"
     (tmp_path / "m" / "notes.txt").unlink()
     assert run_cli(*args, "--force").returncode == 0            # rankmap's own files alone: replaced
+
+
+def test_a_damaged_affinity_range_is_clipped_to_the_node():
+    """A profile's affinity '0-99999999999' was expanded into a set before it met the node's
+    PUs: the host ran out of memory (killed, no message)."""
+    from rankmap.mapper import baselines, machine
+    t = machine.build(["a"], ["pack:1 core:4"]).topos[0]
+    assert baselines._cores_of("0-99999999999", t) == [0, 1, 2, 3]
+    assert baselines._cores_of("1,3", t) == [1, 3]
