@@ -291,3 +291,14 @@ def test_a_damaged_affinity_range_is_clipped_to_the_node():
     t = machine.build(["a"], ["pack:1 core:4"]).topos[0]
     assert baselines._cores_of("0-99999999999", t) == [0, 1, 2, 3]
     assert baselines._cores_of("1,3", t) == [1, 3]
+
+
+def test_predict_platform_with_another_machine_or_probe_is_refused(tmp_path):
+    """--platform beside --machine (or --probe) was silently ignored: a network a million
+    times slower predicted the same times."""
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,100\n")
+    assert run_cli("platform", "--torus", "2x2", "--cores", "2", "--out", tmp_path / "p").returncode == 0
+    assert run_cli("map", tmp_path / "t.csv", "--machine", tmp_path / "p", "--out", tmp_path / "m").returncode == 0
+    one_error_line(run_cli("predict", tmp_path / "t.csv", tmp_path / "m", "--platform", tmp_path / "p",
+                           "--machine", tmp_path / "m"), "leave out --machine")
+    assert run_cli("predict", tmp_path / "t.csv", tmp_path / "m", "--platform", tmp_path / "p").returncode == 0

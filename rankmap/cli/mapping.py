@@ -189,6 +189,10 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
         probe, mopts = mopts["network"], dict(mopts, network=None)   # --network PROBE.json: the speeds, as before
     if platform:
         from rankmap.slurm.platform import load as load_platform
+        # the platform is the machine and its speeds: another machine or speeds beside it would win silently
+        for opt, given in (("--machine", mopts.get("machine_file")), ("--probe", probe)):
+            if given:
+                raise UserError(f"--platform {platform} gives the machine and the network's speeds: leave out {opt}")
         load_platform(platform)                 # a `rankmap platform` directory, or one error naming it
     traffic = read_traffic(matrix, fmt, model, allow_partial)
     if platform and not mopts.get("machine_file"):
