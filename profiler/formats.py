@@ -68,7 +68,7 @@ def detect(path: Path) -> str:
     if "," in first and _dense_csv(path, text, first):
         return "treematch"
     head_fields = re.split(r"[\s,;]+", first.lower())
-    if suffix == ".csv" or head_fields[:3] == ["src", "dst", "bytes"]:      # commas, tabs, semicolons or blanks
+    if suffix == ".csv" or head_fields[:3] in (["src", "dst", "bytes"], ["src", "dst", "words"]):   # commas, tabs, ...
         return "mpip" if head_fields == ["src", "dst", "bytes", "count"] else "csv"
     if head.startswith("%%MatrixMarket"):
         return "mtx"
@@ -222,9 +222,9 @@ def _dialect(first: str) -> dict:
     return {"delimiter": " ", "skipinitialspace": True}
 
 
-def _csv_rows(path: Path):
+def _csv_rows(path: Path, header: list | None = None):
     """Data rows of a CSV file: blank lines and # comments skipped anywhere; the first other
-    row is a header when its first field is not a number."""
+    row is a header when its first field is not a number (appended to `header` if given)."""
     text = _read_text(path)
     seen_row = False
     reader = csv.reader(io.StringIO(text), **_dialect(_first_row(text)))
@@ -247,6 +247,8 @@ def _csv_rows(path: Path):
             try:
                 float(row[0])
             except ValueError:
+                if header is not None:
+                    header.append(row)
                 continue  # header
         yield lineno, row
 
@@ -261,11 +263,17 @@ def _read_mpip(path: Path) -> Traffic:
 
 
 def _read_csv(path: Path) -> Traffic:
-    s, d, b, c = _triplets(path, _csv_rows(path), 3, "src,dst,bytes[,messages]")
+    header: list = []
+    s, d, b, c = _triplets(path, _csv_rows(path, header), 3, "src,dst,bytes[,messages]")
     n = int(max(s.max(), d.max())) + 1
-    m = sp.coo_matrix((b, (s, d)), shape=(n, n)).tocsr()
+    # `convert --units words` writes src,dst,words: read back as bytes they were 8 x too small
+    words = bool(header) and len(header[0]) >= 3 and header[0][2].lower() == "words"
+    m = sp.coo_matrix((b * WORD if words else b, (s, d)), shape=(n, n)).tocsr()
     msgs = sp.coo_matrix((c, (s, d)), shape=(n, n)).tocsr() if c.any() else None
-    return Traffic(bytes=m, msgs=msgs, source=str(path), format="csv")
+    t = Traffic(bytes=m, msgs=msgs, source=str(path), format="csv")
+    if words:
+        t.notes.append("the header says 64-bit words: words x 8 = bytes")
+    return t
 
 
 _INT_ROW = re.compile(r"^\s*(?:(?:rank\s*)?\d+\s*[:|]\s*)?((?:[-+]?\d+\s+)*[-+]?\d+)\s*$", re.IGNORECASE)

@@ -302,3 +302,16 @@ def test_predict_platform_with_another_machine_or_probe_is_refused(tmp_path):
     one_error_line(run_cli("predict", tmp_path / "t.csv", tmp_path / "m", "--platform", tmp_path / "p",
                            "--machine", tmp_path / "m"), "leave out --machine")
     assert run_cli("predict", tmp_path / "t.csv", tmp_path / "m", "--platform", tmp_path / "p").returncode == 0
+
+
+def test_convert_words_reads_back_as_the_same_bytes(tmp_path):
+    """convert --units words wrote src,dst,words; rankmap read it back as bytes, 8 x too few."""
+    from rankmap.profiler.formats import read_traffic
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,800\n1,2,16\n")
+    res = run_cli("convert", tmp_path / "t.csv", tmp_path / "w.csv", "--units", "words")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "w.csv").read_text().startswith("src,dst,words\n")
+    back = read_traffic(tmp_path / "w.csv", "auto", "auto", False)
+    assert back.bytes[0, 1] == 800 and back.bytes[1, 2] == 16 and any("words" in x for x in back.notes)
+    res = run_cli("convert", tmp_path / "t.csv", tmp_path / "w.npz", "--units", "words")
+    assert res.returncode == 0 and "reads this file as bytes" in res.stdout

@@ -230,6 +230,9 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
     console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
     if used == "metis" and (note := metis_rounding(t, units)):     # integer weights: said, not silent
         console.print(f"  note: {note}")
+    if units == "words" and used != "csv":     # only a CSV's header tells rankmap's reader the unit
+        console.print(f"  note: {used} holds no unit: rankmap reads this file as bytes (8 x fewer than the traffic's); "
+                      "keep words for other tools, or write csv")
 
 
 COMMANDS = [map_cmd, evaluate, predict, convert]
