@@ -666,10 +666,13 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
                 scipy.io.mmwrite(f, (m * scale).tocoo(), comment=f"rankmap traffic ({units}) from {traffic.source}")
         elif fmt == "csv":
             c = m.tocoo()
+            # the message counts ride along (predict's latency term reads them)
+            k = None if traffic.msgs is None else np.asarray(traffic.msgs.tocsr()[c.row, c.col]).ravel()
             with open(tmp, "w") as f:
-                f.write("src,dst,bytes\n" if units == "bytes" else "src,dst,words\n")
-                for i, j, v in zip(c.row, c.col, c.data):
-                    f.write(f"{i},{j},{_fmt_num(v * scale)}\n")
+                f.write(("src,dst,bytes" if units == "bytes" else "src,dst,words") + (",messages\n" if k is not None
+                                                                                     else "\n"))
+                for x, (i, j, v) in enumerate(zip(c.row, c.col, c.data)):
+                    f.write(f"{i},{j},{_fmt_num(v * scale)}" + (f",{_fmt_num(k[x])}\n" if k is not None else "\n"))
                 last = m.shape[0] - 1       # a CSV's size is its highest rank: a silent last rank keeps its row
                 if not c.nnz or max(c.row.max(), c.col.max()) < last:
                     f.write(f"{last},{last},0\n")

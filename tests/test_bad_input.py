@@ -315,3 +315,13 @@ def test_convert_words_reads_back_as_the_same_bytes(tmp_path):
     assert back.bytes[0, 1] == 800 and back.bytes[1, 2] == 16 and any("words" in x for x in back.notes)
     res = run_cli("convert", tmp_path / "t.csv", tmp_path / "w.npz", "--units", "words")
     assert res.returncode == 0 and "reads this file as bytes" in res.stdout
+
+
+def test_convert_keeps_message_counts_in_csv_and_says_when_it_drops_them(tmp_path):
+    from rankmap.profiler.formats import read_traffic
+    (tmp_path / "t.csv").write_text("src,dst,bytes,messages\n0,1,800,4\n1,2,16,2\n")
+    assert run_cli("convert", tmp_path / "t.csv", tmp_path / "o.csv").returncode == 0
+    back = read_traffic(tmp_path / "o.csv", "auto", "auto", False)
+    assert back.msgs is not None and back.msgs[0, 1] == 4 and back.msgs[1, 2] == 2 and back.bytes[0, 1] == 800
+    res = run_cli("convert", tmp_path / "t.csv", tmp_path / "o.mtx")
+    assert res.returncode == 0 and "message counts" in res.stdout

@@ -228,6 +228,11 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
     t = read_traffic(src, fmt, model, allow_partial)
     used = write(t, d, to, units)
     console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
+    for note in t.notes:                    # what the reader left out or assumed, as map says it
+        console.print(f"  note: {note}")
+    if t.msgs is not None and t.msgs.nnz and used != "csv":
+        console.print(f"  note: {used} holds bytes only: the message counts (predict's latency term) are not "
+                      "written; csv keeps them")
     if used == "metis" and (note := metis_rounding(t, units)):     # integer weights: said, not silent
         console.print(f"  note: {note}")
     if units == "words" and used != "csv":     # only a CSV's header tells rankmap's reader the unit
