@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -343,12 +344,29 @@ def _check_sums(d: Path) -> None:
     if not sums.is_file():
         return                       # written before the sums were: nothing to compare
     from rankmap.profiler import validate
-    for ln in validate.read_text(sums, "platform checksums").splitlines():
-        parts = ln.split(None, 1)
-        if len(parts) != 2 or parts[1].strip() not in (*VARIANTS, "machine.json"):
+    way_out = f"write the platform again (rankmap platform ...), or delete {SUMS} to use the files as they are"
+    want = (*VARIANTS, "machine.json")
+    seen: dict[str, str] = {}
+    # A sums file that lost a line or was garbled must not switch the check off: every file
+    # rankmap wrote is listed, in sha256sum's format, or the directory is refused.
+    for no, ln in enumerate(validate.read_text(sums, "platform checksums").splitlines(), 1):
+        if not ln.strip():
             continue
-        f = d / parts[1].strip()
-        if f.is_file() and _sha256(f) != parts[0].lower():
+        parts = ln.split(None, 1)
+        name = parts[1].strip().lstrip("*") if len(parts) == 2 else ""
+        if (len(parts) != 2 or name not in want or name in seen
+                or not re.fullmatch(r"[0-9a-fA-F]{64}", parts[0])):
+            raise UserError(f"{sums}:{no}: not a line `rankmap platform` wrote (sha256 and one of "
+                            f"{', '.join(want)}, once each); {way_out}")
+        seen[name] = parts[0].lower()
+    missing = [f for f in want if f not in seen]
+    if missing:
+        raise UserError(f"{sums}: does not list {', '.join(missing)}, so the platform cannot be checked; {way_out}")
+    for name, digest in seen.items():
+        f = d / name
+        if not f.is_file():
+            raise UserError(f"{f}: missing (listed in {SUMS}); {way_out}")
+        if _sha256(f) != digest:
             raise UserError(f"{f}: changed since `rankmap platform` wrote it, so the speeds SimGrid simulates "
                             "(platform*.xml) and those predict and the mapper read (machine.json) may differ; "
                             "write the platform again with the speeds wanted (rankmap platform --link-bw ..., "

@@ -149,3 +149,22 @@ def test_platform_edited_by_hand_is_named(tmp_path):
                    "platform.xml: changed since `rankmap platform` wrote it")
     (plat / "platform.sha256").unlink()             # the documented way to use the files as they are
     assert run_cli("predict", t, tmp_path / "m", "--platform", plat).returncode == 0
+
+
+def test_platform_sums_damaged_or_partial_are_refused(tmp_path):
+    """A sums file that lost the platform.xml line, or was garbled, switched the check off:
+    a platform.xml 6000x slower by hand was simulated while predict used machine.json."""
+    plat = tmp_path / "plat"
+    assert run_cli("platform", "desmos", "--out", plat).returncode == 0
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 16},100000\n" for i in range(16)))
+    assert run_cli("map", t, "--machine", plat, "--out", tmp_path / "m").returncode == 0
+    xml, sums = plat / "platform.xml", plat / "platform.sha256"
+    xml.write_text(xml.read_text().replace('bw="6GBps"', 'bw="0.001GBps"'))
+    lines = sums.read_text().splitlines(keepends=True)
+    sums.write_text("".join(ln for ln in lines if not ln.rstrip().endswith(" platform.xml")))
+    one_error_line(run_cli("predict", t, tmp_path / "m", "--platform", plat),
+                   "platform.sha256: does not list platform.xml, so the platform cannot be checked")
+    sums.write_text("garbage\n")
+    one_error_line(run_cli("predict", t, tmp_path / "m", "--platform", plat),
+                   "platform.sha256:1: not a line `rankmap platform` wrote")
