@@ -132,8 +132,10 @@ class Placement:
     lines: list | None = None     # per rank: ("file:line" it was read from, that line's host:k or None)
 
 
-def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list, list]:
-    hosts, cores, wheres = [], [], []
+def _binding_rows(path: Path, lines: list[str], any_order: bool = False) -> tuple[list, list, list]:
+    """`rank host core[,core...]` rows. binding.txt lists its ranks in order (rankmap-bind reads
+    it so); an Open MPI rankfile may list them in any order (any_order), each rank once."""
+    rows = {}
     for lineno, ln in enumerate(lines, 1):
         f = ln.split()
         if not f or f[0].startswith("#"):
@@ -142,20 +144,36 @@ def _binding_rows(path: Path, lines: list[str]) -> tuple[list, list, list]:
         if len(f) != 3:       # "0 n1 0 1" (cores with a blank) would bind to core 0 alone
             raise UserError(f"{where}: expected 'rank host core[,core...]' (cores joined by commas, no blanks), "
                             f"got {len(f)} field(s)")
-        r = valid.integer(f[0], where, "rank", 0, float_form=False)
-        if r != len(hosts):
-            raise UserError(f"{where}: ranks must be listed in order 0, 1, 2... (found {r}, expected {len(hosts)})")
+        r = valid.integer(f[0], where, "rank", 0, valid.MAX_RANKS - 1, float_form=False)
+        if r in rows:
+            raise UserError(f"{where}: rank {r} listed twice (also at {rows[r][2][0]})")
+        if not any_order and r != len(rows):
+            raise UserError(f"{where}: ranks must be listed in order 0, 1, 2... (found {r}, expected {len(rows)})")
         host = hostnames.check_name(f[1], where)
         cs = [valid.integer(c, where, "core", 0, valid.MAX_CORES_PER_NODE - 1, float_form=False)
               for c in f[2].split(",")]
-        hosts.append(host)
-        cores.append(cs)
-        wheres.append((where, None))
-    return hosts, cores, wheres
+        rows[r] = (host, cs, (where, None))
+    missing = next((r for r in range(len(rows)) if r not in rows), None)
+    if missing is not None:
+        raise UserError(f"{path}: rank {missing} is missing (ranks 0..{len(rows) - 1} are listed, "
+                        f"up to {max(rows)})")
+    order = range(len(rows))
+    return [rows[r][0] for r in order], [rows[r][1] for r in order], [rows[r][2] for r in order]
+
+
+_BLANKS = re.compile(r"[^\S \t\r\n\f\v]")
 
 
 def _read_lines(path: Path) -> list[str]:
-    return valid.read_text(path, "binding file or hostfile").splitlines()
+    lines = valid.read_text(path, "binding file or hostfile").splitlines()
+    for lineno, ln in enumerate(lines, 1):
+        # Python's split() takes a no-break space for a blank, rankmap-bind, Slurm and Open MPI
+        # do not: the same line would be read two ways
+        m = _BLANKS.search(ln.split("#", 1)[0])
+        if m:
+            raise UserError(f"{path}:{lineno}: a blank that is not a space or tab (U+{ord(m.group()):04X}); "
+                            "separate fields with spaces")
+    return lines
 
 
 def read_placement(path: str | Path) -> Placement:
@@ -182,8 +200,8 @@ def read_placement(path: str | Path) -> Placement:
     if len(first) >= 3 and first[0].isdigit():
         return Placement(p, *_binding_rows(p, lines))
     if first[0] == "rank":
-        return Placement(p, *_binding_rows(p, _rankfile_rows(p, lines)))
-    hosts, wheres = [], []
+        return Placement(p, *_binding_rows(p, _rankfile_rows(p, lines), any_order=True))
+    hosts, wheres, first_at = [], [], {}
     for lineno, ln in enumerate(lines, 1):
         if ln.strip() and not ln.lstrip().startswith("#"):
             where = f"{p}:{lineno}"
@@ -201,7 +219,15 @@ def read_placement(path: str | Path) -> Placement:
                 elif key != "max_slots" or not eq:
                     raise UserError(f"{where}: expected 'host', 'host:k' or 'host slots=N' (a hostfile line), "
                                     f"got {ln.strip()!r}")
-            hosts += [hostnames.check_name(host, where)] * k
+            host = hostnames.check_name(host, where)
+            slots = given is not None and not colon
+            if host in first_at and (slots or first_at[host][1]):
+                # Open MPI refuses it ("multiple definitions of the slot count"); reading its ranks
+                # in file order would place them unlike the mpirun that gets the file
+                raise UserError(f"{where}: host {host} is listed again (first at {first_at[host][0]}); a host "
+                                "given with slots=N is listed once (Open MPI refuses two slot counts for a node)")
+            first_at.setdefault(host, (where, slots))
+            hosts += [host] * k
             wheres += [(where, given)] * k
             valid.rank_count(len(hosts), str(p))
     valid.rank_count(len(hosts), str(p))
@@ -222,7 +248,21 @@ def _rankfile_rows(path: Path, lines: list[str]) -> list[str]:
         m = _RANKFILE.match(ln)
         if not m:
             raise UserError(f"{path}:{lineno}: expected an Open MPI rankfile line 'rank R=host slot=CORE'")
-        out.append(f"{m.group(1)} {m.group(2)} {m.group(3)}")
+        slot = m.group(3)
+        if ":" in slot:
+            raise UserError(f"{path}:{lineno}: slot={slot}: socket:core slots are not read here; give the node's "
+                            "core numbers (slot=N, slot=N,M or slot=N-M), as `rankmap map` writes them")
+        cores = []
+        for part in slot.split(","):
+            a, dash, b = part.partition("-")     # Open MPI's slot=1-2: cores 1 and 2
+            if dash:
+                where = f"{path}:{lineno}"
+                lo = valid.integer(a, where, "core", 0, valid.MAX_CORES_PER_NODE - 1, float_form=False)
+                hi = valid.integer(b, where, "core", lo, valid.MAX_CORES_PER_NODE - 1, float_form=False)
+                cores += [str(c) for c in range(lo, hi + 1)]
+            else:
+                cores.append(part)
+        out.append(f"{m.group(1)} {m.group(2)} {','.join(cores)}")
     return out
 
 

@@ -58,13 +58,11 @@ def write_hostfile(hosts: list[str], path: Path) -> Path:
 
 
 def read_hostfile(path: Path) -> list[str]:
-    try:
-        hosts = [ln.split()[0] for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    except OSError as e:
-        raise UserError(f"{path}: {e.strerror}") from None
-    if not hosts:
-        raise UserError(f"{path}: empty hostfile")
-    return hosts
+    """Each rank's host, from a hostfile or a mapping directory, read by the rules evaluate and
+    predict use (writers.read_placement): a lax first-word reader made `n0 slots=2` one rank
+    here and two there."""
+    from rankmap.mapper.writers import read_placement
+    return list(read_placement(path).hosts)
 
 
 def check_hosts(hosts: list[str], p: Platform, where: str) -> None:

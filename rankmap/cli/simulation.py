@@ -139,7 +139,7 @@ def replay(trace, placements, platform_dir, as_json):
         name = path.name or pl
         while name in hosts:
             name += "'"
-        hosts[name] = smpi.read_hostfile(hf)
+        hosts[name] = smpi.read_hostfile(path)
         if len(hosts[name]) != n:
             raise UserError(f"{hf}: {len(hosts[name])} ranks, the trace has {n}")
         smpi.check_hosts(hosts[name], p, str(hf))
