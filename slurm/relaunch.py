@@ -57,6 +57,11 @@ def load_mapping(path: str | Path) -> Mapping:
             raise UserError(f"{p}: no {name}; not a complete mapping directory")
     pl = read_placement(p)
     machine = mspec.load(p) if (p / "machine.json").exists() else {}
+    if machine:
+        # every rank's host and cores on the machine it was mapped for (as evaluate reads it):
+        # a dry run or an mpirun asks no Slurm, and a core the node lacks failed only at launch
+        from rankmap.mapper.writers import read_mapping
+        read_mapping(p, mspec.build(machine))
     return Mapping(path=p.absolute(), hosts=pl.hosts, cores=pl.cores, machine=machine)
 
 
@@ -127,9 +132,11 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
                             "(Slurm >= 23.11 rejects --nodes with an arbitrary distribution)")
         # srun's getopt takes -n4 / -mblock attached and any unambiguous prefix of a long option
         # (--ntask=4, --distrib=cyclic)
-        name = a.split("=", 1)[0]
+        name = (a.split("=", 1)[0].split() or [""])[0]      # "--ntasks 4" given as one argument
         if (a.startswith("-n") and not a.startswith("--")) or (a.startswith("-m") and not a.startswith("--")) \
-                or (len(name) >= 4 and ("--ntasks".startswith(name) or "--distribution".startswith(name))):
+                or (len(name) >= 4 and ("--ntasks".startswith(name) or "--distribution".startswith(name))) \
+                or (len(name) > 13 and ("--ntasks-per-node".startswith(name)
+                                        or "--ntasks-per-socket".startswith(name))):   # -per-core: hyperthreads
             raise UserError(f"{a}: the mapping decides the task count and distribution")
     uniq = list(dict.fromkeys(m.hosts))
     if cluster.in_allocation():
@@ -226,12 +233,55 @@ def collective_env(mapping_dir: Path, preload: list[str]) -> dict:
     return {}
 
 
+# Launcher options that would override what the mapping's files say (rank count, hosts,
+# placement); Open MPI takes its long options with one dash or two, Hydra with one.
+_MPIRUN_OWNED = {
+    "openmpi": ("np", "n", "c", "hostfile", "machinefile", "default-hostfile", "rankfile", "rf", "host", "H",
+                "map-by", "rank-by", "npernode", "N", "npersocket", "ppr", "bynode", "byslot", "add-host",
+                "add-hostfile"),
+    "mpich": ("n", "np", "f", "hostfile", "machinefile", "hosts", "host", "ppn", "perhost", "rr", "configfile"),
+}
+
+
+def _check_mpirun_args(extra: list[str], mpi: str) -> None:
+    owned = _MPIRUN_OWNED["openmpi" if mpi == "openmpi" else "mpich"]
+    for a in extra:
+        if not a.startswith("-") or a in ("-", "--"):
+            continue
+        name = a.lstrip("-").split("=", 1)[0].split()[0] if a.strip("-").strip() else ""
+        attached = a.startswith("-") and not a.startswith("--") and len(name) > 1 and name[0] in "nNcfH" \
+            and name[1:].isdigit()           # -np4 is not an Open MPI form, but -n4/-N4/-c4 are
+        if name in owned or attached:
+            raise UserError(f"--mpirun-arg {a}: the mapping decides the rank count, the hosts and the placement "
+                            f"(rankmap passes -np and the mapping's {'rankfile' if mpi == 'openmpi' else 'machinefile'})")
+
+
+def _check_launch_file(m: Mapping, name: str) -> None:
+    """The rankfile or machinefile mpirun gets says what binding.txt says: evaluate and predict
+    read binding.txt, and a file edited alone was launched unread."""
+    f = m.path / name
+    if not f.is_file():
+        raise UserError(f"{m.path}: no {name} (rankmap map --out writes one; write the mapping again)")
+    pl = read_placement(f)
+    if pl.hosts != m.hosts or (name == "rankfile" and pl.cores != m.cores):
+        r = next((i for i in range(min(len(pl.hosts), m.ntasks))
+                  if pl.hosts[i] != m.hosts[i] or (name == "rankfile" and pl.cores[i] != m.cores[i])),
+                 min(len(pl.hosts), m.ntasks))
+        raise UserError(f"{f}: disagrees with {m.path / 'binding.txt'} "
+                        + (f"at rank {r}" if r < min(len(pl.hosts), m.ntasks) else
+                           f"({len(pl.hosts)} ranks, binding.txt {m.ntasks})")
+                        + "; the launch would not be the mapping evaluate and predict read: write the mapping "
+                          "again, or edit both")
+
+
 def mpirun_plan(mapping: str | Path, program: list[str], mpi: str | None = None,
                 extra: list[str] | None = None, preload: list[str] | None = None) -> Plan:
     m = load_mapping(mapping)
     if not program:
         raise UserError("give the program after --, e.g. rankmap mpirun map1/ -- ./app args")
     mpi = mpi or native.default_mpi()
+    _check_mpirun_args(list(extra or []), mpi)
+    _check_launch_file(m, "rankfile" if mpi == "openmpi" else "machinefile")
     uniq = list(dict.fromkeys(m.hosts))
     env = {"LD_PRELOAD": ":".join(preload)} | collective_env(m.path, preload) if preload else {}
     if mpi == "openmpi":
