@@ -363,6 +363,7 @@ def expand(collectives, size: int, model: str = "auto", k: int | None = None):
     if model == "none" or not collectives:
         z = sp.csr_matrix((size, size), dtype=np.int64)
         return z, z.copy(), {}
+    _check_size(collectives, model, k)
     rows, cols, byts, msgs = [], [], [], []
     summary: dict[tuple[str, str], float] = {}
     cache: dict = {}
@@ -394,6 +395,31 @@ def expand(collectives, size: int, model: str = "auto", k: int | None = None):
     r, cc = np.concatenate(rows), np.concatenate(cols)
     B, M = (_matrix(np.concatenate(x), r, cc, size) for x in (byts, msgs))
     return B, M, summary
+
+
+BYTES_PER_PAIR = 170     # measured 158-169 B: a pair's share of the patterns, their concatenation and the sparse matrices
+
+
+def _check_size(collectives, model: str, k: int | None) -> None:
+    """Refuse, before any pattern is built, an expansion this host cannot hold: a direct
+    all-to-all over p ranks is p(p-1) pairs, a run header claiming 2^24 ranks made a world
+    allreduce fill the memory (no message, the process killed)."""
+    pairs = 0
+    for c in collectives:
+        p = len(c.members)
+        if p <= 1 or c.calls == 0:
+            continue
+        alg = _algorithm(c.op, p, c.mean_bytes, model)
+        if alg == "direct" and c.op in ("alltoall", "allgather", "allgatherv"):
+            pairs += p * (p - 1)
+        elif alg in TREES and c.op != "allgather" or alg in ("ring", "linear-binomial"):
+            pairs += 2 * p
+        else:                    # recursive doubling/halving, Bruck, butterfly: log2(p) rounds
+            pairs += p * (math.ceil(math.log2(p)) + 1)
+    if pairs * BYTES_PER_PAIR > 256 << 20:
+        from rankmap.profiler import validate
+        validate.check_memory(pairs * BYTES_PER_PAIR, f"modelling the collectives as pairs ({len(collectives)} "
+                              f"collective row(s), up to {pairs:.3g} pairs; --collectives none leaves them out)")
 
 
 def _matrix(v: np.ndarray, r: np.ndarray, c: np.ndarray, size: int) -> sp.csr_matrix:

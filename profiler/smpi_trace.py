@@ -33,6 +33,9 @@ DATATYPE_SIZE = {
     30: 8, 31: 16, 32: 16, 33: 8, 34: 8, 35: 8, 36: 16, 37: 16, 38: 4, 39: 4, 40: 8, 41: 16, 42: 8, 43: 16,
     44: 16, 45: 4, 46: 2, 47: 4, 48: 8, 49: 16, 50: 32, 51: 1, 52: 8, 53: 16, 54: 32, 57: 1, 58: 8, 59: 8,
 }
+# said in a trace's notes when SimGrid's replay of it would crash (it looks every datatype id
+# up among its predefined types): `rankmap replay` refuses such a trace
+NOT_REPLAYABLE = "SimGrid cannot replay such lines"
 SENDS = ("send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend")
 _P2P = re.compile(rb"^\d+ (?:" + b"|".join(s.encode() for s in SENDS) + rb") (\d+) (-?\d+) (\d+)(?: (\d+))?[ \t]*$",
                   re.M)
@@ -220,7 +223,8 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
         notes.append(f"partial trace: {len(cut)} rank file(s) end without finalize (ranks "
                      f"{', '.join(map(str, cut[:10]))}{', ...' if len(cut) > 10 else ''}); their traffic up to there")
     if unknown:
-        notes.append(f"{len(unknown)} trace line(s) use a derived datatype: their elements counted as 1 byte")
+        notes.append(f"{len(unknown)} trace line(s) use a datatype id SimGrid does not define (a derived datatype): "
+                     f"their elements counted as 1 byte; {NOT_REPLAYABLE}")
     if starts:
         notes.append(f"{starts} persistent-request start(s) skipped (the trace does not say whether they send)")
     return Traffic(bytes=(B + cb).astype(np.float64), msgs=(M + cm).astype(np.float64), source=str(path),

@@ -240,6 +240,12 @@ def check(p: Platform) -> None:
             raise UserError(f"{what} must be a positive number, not {v!r}")
     if p.nic_bw is not None and not (math.isfinite(p.nic_bw) and p.nic_bw > 0):
         raise UserError(f"NIC bandwidth must be positive (or 'none'), not {p.nic_bw!r}")
+    from rankmap.profiler import validate
+    for what, v in (("link bandwidth", p.eff_link_bw), ("NIC bandwidth", p.eff_nic_bw)):
+        # each speed is bounded, and so is what the scale makes of it (what SimGrid simulates)
+        if v is not None and not validate.MIN_BANDWIDTH <= v <= 1e9:
+            raise UserError(f"the {what} times the network scale is {v:g} GB/s; it must be within "
+                            f"{validate.MIN_BANDWIDTH:g}-1e9 GB/s (lower --network-scale or the bandwidth)")
 
 
 def _cluster_xml(p: Platform, ideal: bool, speed: str | None = None) -> str:

@@ -118,6 +118,10 @@ def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[st
     """Replay the trace under each placement; metrics on rankmap's model of the platform."""
     nranks = len(next(iter(hosts_of.values())))
     traffic = read_traffic(trace, "smpi", model)
+    from rankmap.profiler.smpi_trace import NOT_REPLAYABLE
+    bad = next((n for n in traffic.notes if NOT_REPLAYABLE in n), None)
+    if bad:       # SimGrid segfaults on them, after minutes of replaying the other placements
+        raise UserError(f"{trace}: {bad}")
     full = mspec.build(plat.machine_spec(p))
     net = p.network()
     from rankmap.mapper.critpath import schedule_of
