@@ -32,8 +32,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     graph = from_traffic(traffic)
     notes = list(traffic.notes)
     chosen_nodes = node_sets = None
-    # --oversubscribe for processes (not --imbalance's units of work): distinct cores first
-    processes = spec.get("imbalance") is None       # --imbalance 0 is units of work too
+    processes = _processes(spec)
     if mode == "whole-cluster":
         one = allocation.cores_first(machine, traffic.size) if processes else None
         search_on = one[0] if one is not None and one[0].nnodes == machine.nnodes else machine   # same node indices
@@ -264,6 +263,12 @@ def inputs_of(traffic: Traffic, spec: dict) -> list:
     return [x for x in out if x]
 
 
+def _processes(spec: dict) -> bool:
+    """Ranks are processes (--oversubscribe: distinct cores first), not --imbalance's units of
+    work, which fill cores as a partition does (--imbalance 0 too)."""
+    return spec.get("imbalance") is None
+
+
 def _orders(n: int, searched, sel, seed) -> dict:
     """Block, cyclic and random over the slots a search used (the machine `searched`, its
     slots `sel` of the whole machine; None: the whole machine), as slots of the whole machine."""
@@ -276,7 +281,7 @@ def _orders_of(n: int, machine, spec: dict, seed) -> dict:
     """evaluate's and predict's block, cyclic and random: as map's, over distinct cores first on
     an oversubscribed machine of processes (allocation.cores_first); --fill spread is not
     in machine.json, so there they are the whole machine's slots in order."""
-    packed = allocation.cores_first(machine, n) if spec.get("imbalance") is None else None
+    packed = allocation.cores_first(machine, n) if _processes(spec) else None
     return _orders(n, machine, None, seed) if packed is None else _orders(n, packed[0], packed[1], seed)
 
 
