@@ -84,7 +84,7 @@ def _hwm_kb() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
-def _rankmap_child(conn, W, machine, seed, imbalance):
+def _rankmap_child(conn, W, machine, seed, imbalance, time_limit=None):
     """Fresh process: rankmap's solve; returns slot, seconds, peak RSS."""
     try:
         from rankmap.mapper import solve as S
@@ -96,7 +96,7 @@ def _rankmap_child(conn, W, machine, seed, imbalance):
         if imbalance > 0 and "imbalance" in inspect.signature(S.solve).parameters:
             kw["imbalance"] = imbalance
         t0, c0 = time.perf_counter(), time.process_time()
-        r = S.solve(t, machine, seed=seed, **kw)
+        r = S.solve(t, machine, seed=seed, time_limit=time_limit, **kw)
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
         peak = _hwm_kb()
         conn.send(("ok", np.asarray(r.slot_of_rank, dtype=np.int64), secs,
@@ -184,10 +184,10 @@ class Worker:
         self.proc = None
 
 
-def run_rankmap(W, machine, seed, imbalance, timeout):
+def run_rankmap(W, machine, seed, imbalance, timeout, time_limit=None):
     ctx = mp.get_context("spawn")
     a, b = ctx.Pipe()
-    p = ctx.Process(target=_rankmap_child, args=(b, W, machine, seed, imbalance), daemon=True)
+    p = ctx.Process(target=_rankmap_child, args=(b, W, machine, seed, imbalance, time_limit), daemon=True)
     p.start()
     b.close()
     try:
@@ -232,7 +232,7 @@ def run_instance(inst, names, worker, args) -> dict:
            "seed": inst.seed, "n": n, "nnz": int(W.nnz), "slots": machine.nslots, "traffic": inst.traffic_note,
            "machine": inst.machine_note, "generate_s": round(gen, 3), "mappers": {}}
     if not args.no_rankmap:
-        st, slot, secs, info = run_rankmap(W, machine, args.rankmap_seed, 0.0, args.timeout)
+        st, slot, secs, info = run_rankmap(W, machine, args.rankmap_seed, 0.0, args.timeout, args.rankmap_time_limit)
         if st == "error":                     # the child sends its message where the slots would be
             why, slot = str(slot), None
         else:
@@ -401,6 +401,8 @@ def parse_args(argv=None):
     ap.add_argument("--competitors", default="all", help=f"all | none | comma list of {', '.join(C.NAMES)}")
     ap.add_argument("--no-rankmap", action="store_true", help="competitors only")
     ap.add_argument("--rankmap-seed", type=int, default=0)
+    ap.add_argument("--rankmap-time-limit", type=float, metavar="S",
+                    help="rankmap's time_limit (`rankmap map --time-limit S`; default: none)")
     ap.add_argument("--competitor-seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per mapper and instance (killed after)")
     ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run: no instance starts after it")

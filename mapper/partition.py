@@ -115,6 +115,14 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
             np.ascontiguousarray(W.data, dtype=np.float64))
 
 
+# CPU seconds per vertex + edge entry of one call, measured on a 10^5-rank AMR graph's root
+# bisection (93,312 ranks, 928,132 entries) on this 2-core machine: Mt-KaHyPar 1.27 s, its
+# V-cycles 1.82 s, KaHIP (fast) 0.20 s; with margin. Used only under --time-limit.
+MTKAHYPAR_SECONDS_PER_UNIT = 1.5e-6
+VCYCLES_SECONDS_PER_UNIT = 2.0e-6
+KAHIP_SECONDS_PER_UNIT = 0.3e-6
+
+
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
           verdict: dict | None = None, units: bool = False, keep: tuple | None = None,
           deadline: float | None = None, skewed: bool = False, tree_split: bool = False,
@@ -194,9 +202,12 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     if tree_split and not skewed and not units and "mtkahypar" not in how and (keep is None or "mtkahypar" in keep) \
             and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE and backends.root_mtkahypar(sub.n, sub.nnz, k):
         how.append("mtkahypar")
-    def late() -> bool:
-        return deadline is not None and time.monotonic() > deadline
-    if "kahip" in how and not late():
+    def late(per_unit: float = 0.0) -> bool:
+        # past the deadline, or the call would end past it (its time predicted from the
+        # split's size: a 10^5-rank root split's Mt-KaHyPar run and V-cycles took 3 s of a
+        # 4 s --time-limit, and the search after it none)
+        return deadline is not None and time.monotonic() + per_unit * (sub.n + sub.nnz) > deadline
+    if "kahip" in how and not late(KAHIP_SECONDS_PER_UNIT):
         root = units and k <= backends.ROOT_SEEDS_MAX_BLOCKS and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE
         cands.append(backends.kahip(sub.indptr, sub.col, sub.w, caps, seed, strong_seeds=backends.ROOT_SEEDS if root else 1))
     if "mtkahypar" in how or "vcycles" in how:
@@ -204,7 +215,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed,
                                preset=backends.mtkahypar_preset(k, "mtkahypar" in how),
                                ip_runs=backends.ip_runs(sub.n, k, units))
-    if "mtkahypar" in how and not late():
+    if "mtkahypar" in how and not late(MTKAHYPAR_SECONDS_PER_UNIT):
         cands.append(mt.partition())
     out, seen = [], set()
     cands = [repair(sub, p, caps) for p in cands if p is not None]
@@ -213,7 +224,8 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         cuts = [sub.cut(p) for p in cands]
         refine = {min(range(len(cands)), key=lambda i: (cuts[i], i))}
     for i, part in enumerate(cands):
-        for p in ((part, mt.improve(part)) if "vcycles" in how and i in refine and not late() else (part,)):
+        for p in ((part, mt.improve(part)) if "vcycles" in how and i in refine and not late(VCYCLES_SECONDS_PER_UNIT)
+                  else (part,)):
             p = repair(sub, p, caps)
             key = _canonical(p)
             if key not in seen:
@@ -340,7 +352,9 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     verdict: dict = {}
     # not on skewed degrees: social/100k/tree3 cost 2.6 % more with the C splits (the local
     # search gained less from them, though they cut less: 0.46 of METIS's in-node cut)
-    batched = graph.n > BATCHED_SPLITS_ABOVE and not units and not skewed
+    # (under --time-limit they are, skewed or not: 11,600 splits one by one took 9 s of a 5 s limit
+    # on social/100k/torus)
+    batched = graph.n > BATCHED_SPLITS_ABOVE and not units and (not skewed or deadline is not None)
     metis_entry = libmetis.recursive_entry() if batched else None
     graph_work = graph.n + graph.W.nnz
     degree = np.diff(csr[0])

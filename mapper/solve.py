@@ -59,6 +59,7 @@ FINAL_MAX = 8
 # ranks) and a refinement takes seconds
 UNREFINED_ABOVE = 50000
 HOPELESS = 1.10
+PARTITION_SHARE = 0.5         # --time-limit: the partitionings' share of it (the search gets the rest)
 # On a torus (or mesh) of nodes, traffic of this many ranks or more that is a process grid
 # (cartesian.detect) gets its nested bricks as the only partitioning start, without the
 # hierarchical bisections: on the 100k-rank tune instances (stencil7, stencil27; first seeds)
@@ -214,6 +215,8 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
     work = Effort(1, 0, 0, False) if quick else effort(n, machine.nslots, isinstance(machine.network, Torus))
     cap = 1e9 if time_limit is None else time_limit
     deadline = time.monotonic() + cap
+    # under --time-limit the costly partitioners get a share of it, the search the rest
+    part_deadline = time.monotonic() + PARTITION_SHARE * cap
     timed_out = False
 
     defaults = {"block": baselines.block(n, machine), "cyclic": baselines.cyclic(n, machine)}
@@ -234,7 +237,7 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
         if algorithm == "metis":
             light = t > 0 and tries is None and machine.nslots > TABU_SLOTS     # effort's extra starts only
             return "metis", hierarchical(pgraph, machine, root, sd, fill, light=light,
-                                         deadline=deadline if time_limit is not None else None), sd
+                                         deadline=part_deadline if time_limit is not None else None), sd
         if algorithm == "scotch":
             from rankmap.mapper.scotch import scotch_map
             return "scotch", scotch_map(graph, machine, sd), sd

@@ -362,6 +362,21 @@ def test_time_limit_stops_the_partitioner_portfolio():
     assert len(full) > 1 and len(late) == 1            # KaHIP, Mt-KaHyPar and its V-cycles ran, then none
 
 
+def test_time_limit_skips_a_partitioner_call_that_would_end_past_it():
+    """A call that starts before the deadline but is predicted to end after it does not
+    start: a 10^5-rank root split's Mt-KaHyPar run and V-cycles (3 s) took most of a 4 s
+    --time-limit and left the search nothing, 7.5 s in all."""
+    import time
+    import numpy as np
+    from rankmap.mapper.graph import Graph
+    from rankmap.mapper.partition import _int64_csr, _Sub, split_candidates
+    W = _grid(60)
+    W = (W + W.T).tocsr()
+    sub = _Sub(_int64_csr(Graph(W=W).W), np.arange(3600), np.full(3600, -1, dtype=np.int64))
+    near = split_candidates(sub, [1800, 1800], 0, deadline=time.monotonic() + 2e-3)   # the calls need ~0.03 s
+    assert len(near) == 1
+
+
 def test_time_limit_mapping_is_complete_and_noted():
     import rankmap
     t = rankmap.traffic(_grid(40))

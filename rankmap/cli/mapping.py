@@ -67,7 +67,8 @@ def _network_speeds(source: str):
               help="At least N partitionings with different seeds, the best kept [default: by size: 16 on machines "
                    "of up to 256 slots, 3 below 1,000 ranks, else 1; scotch: 3].")
 @click.option("--time-limit", type=POSITIVE, metavar="S",
-              help="Safety cap on the search in seconds; when it bites, the result depends on the machine's speed.")
+              help="Time cap in seconds (wall clock): the partitioning gets half, the local search the rest; "
+                   "when it bites, the result depends on the machine's speed.")
 @click.option("--no-refine", is_flag=True, help="Skip the local search on the true cost.")
 @click.option("--fill", type=click.Choice(["packed", "spread"]), default="packed", show_default=True,
               help="With fewer ranks than slots: start from the fewest nodes (and sockets), in order, unless the "
