@@ -147,7 +147,11 @@ def load(spec: str) -> NodeTopology:
 
     def pus_below(obj):
         if obj.get("type") == "PU":
-            return [int(obj.get("os_index"))]
+            idx = obj.get("os_index", "")
+            if not idx.isdigit():
+                raise UserError(f"node topology {spec!r}: a PU with os_index {idx!r}; hwloc's XML gives every PU "
+                                "its OS index (write it with `lstopo --of xml`)")
+            return [int(idx)]
         out = []
         for ch in obj.findall("object"):
             out += pus_below(ch)
@@ -177,6 +181,17 @@ def load(spec: str) -> NodeTopology:
     walk(top, None, None)
     if not core_package:
         raise UserError(f"node topology {spec!r}: no cores")
+    empty = next((c for c, pus in enumerate(core_pus) if not pus), None)
+    if empty is not None:
+        # ranks were mapped onto it and no CPU could bind them (srun's CPU list failed)
+        raise UserError(f"node topology {spec!r}: core L#{empty} has no PU (processing unit); a damaged or "
+                        "edited XML? `lstopo --of xml` lists every core's PUs")
+    seen: dict[int, int] = {}
+    for c, pus in enumerate(core_pus):
+        for pu in pus:
+            if seen.setdefault(pu, c) != c or pus.count(pu) > 1:
+                raise UserError(f"node topology {spec!r}: PU P#{pu} appears twice (cores L#{seen[pu]} and L#{c}); "
+                                "each PU belongs to one core")
     if len(core_package) > validate.MAX_CORES_PER_NODE:
         raise UserError(f"node topology {spec!r}: {len(core_package)} cores; rankmap handles at most "
                         f"{validate.MAX_CORES_PER_NODE} per node")

@@ -184,3 +184,36 @@ def test_collectives_too_big_to_model_are_refused_before_allocating():
     c = Collective(members=np.arange(1 << 20), op="alltoall", root=-1, bucket=4, calls=1, bytes=8)
     with pytest.raises(UserError, match="modelling the collectives as pairs .* --collectives none leaves them out"):
         expand([c], 1 << 20, "auto")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 2 3 4000\n2 1 5\n",
+     "t.mtx:3: 4 field(s); a real coordinate entry has 3"),
+    ("%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2 1000000\n",
+     "t.mtx:3: 3 field(s); a pattern coordinate entry has 2"),
+    ("%%MatrixMarket matrix coordinate integer general\n% c\n2 2 2\n1 2 7\n\n2 1 7 8 9 10\n",
+     "t.mtx:6: 6 field(s); an integer coordinate entry has 3"),
+    ("%%MatrixMarket matrix array real general\n2 2\n0\n1 5\n2\n0\n", "t.mtx:4: 2 field(s)"),
+])
+def test_matrix_market_entries_with_other_field_counts_are_refused(tmp_path, text, fragment):
+    """scipy read the first fields of an entry and dropped the rest: `1 2 3 4000` was 3 bytes."""
+    f = tmp_path / "t.mtx"
+    f.write_text(text)
+    one_error_line(run_cli("convert", f, tmp_path / "t.csv"), fragment)
+
+
+def test_hwloc_xml_with_a_core_without_pus_is_refused(tmp_path):
+    """A core whose PUs were deleted was mapped onto, and srun's CPU list then failed with an
+    internal error."""
+    import shutil
+    import subprocess
+    lstopo = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
+    assert lstopo, "hwloc's lstopo is installed by setup.sh"
+    xml = subprocess.run([lstopo, "--input", "pack:2 core:2 pu:2", "--of", "xml"], capture_output=True, text=True,
+                         check=True).stdout
+    nopu = tmp_path / "nopu.xml"
+    nopu.write_text("\n".join(ln for ln in xml.splitlines()
+                              if not ('type="PU"' in ln and ('os_index="2"' in ln or 'os_index="3"' in ln))))
+    t = _ring(tmp_path, 8)
+    one_error_line(run_cli("map", t, "--nodes", "n[1-2]", "--node-topology", nopu, "--out", tmp_path / "m"),
+                   "core L#1 has no PU")
