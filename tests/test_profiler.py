@@ -196,6 +196,21 @@ def test_point_to_point_matrix_exact(apps, tmp_path, mpi, mode):
         assert msgs(prof) == {k: v for k, v in exp.m.items() if v}
 
 
+def test_mpi4_sendrecv_calls_are_counted(apps, tmp_path):
+    """MPICH 4's MPI_Isendrecv and MPI_Isendrecv_replace (and their _c twins) were not
+    intercepted: the profile said complete and missed their bytes."""
+    p = 4
+    res, prof = profile(tmp_path, launcher("mpich", p) + [str(app(apps, "traffic", "mpich")), "mpi4"])
+    assert res.exit_code == 0 and prof.complete, prof.partial_reasons()
+    e = Expect()
+    for r in range(p):
+        for right_bytes, left_bytes in ((24, 40), (8, 16)):     # the int calls, then the _c ones
+            e.add(r, R(r, p), right_bytes)
+            e.add(r, L(r, p), left_bytes)
+    assert matrix(prof) == e.bytes()
+    assert msgs(prof) == {k: v for k, v in e.m.items() if v}
+
+
 def monitoring_matrix(prefix: Path, p: int) -> dict:
     """User point-to-point traffic recorded by Open MPI's monitoring component ('E' lines)."""
     out = defaultdict(int)

@@ -297,6 +297,24 @@ static void mode_collectives(void)
     MPI_Comm_free(&half);
 }
 
+/* MPI-4.0's Isendrecv (24 B right) and Isendrecv_replace (40 B left), and their large-count
+ * twins (8 B right, 16 B left); a library without them sends nothing here */
+static void mode_mpi4(void)
+{
+#if MPI_VERSION >= 4 && !defined(OPEN_MPI)
+    char a[40] = {0}, b[40];
+    MPI_Request q;
+    CHECK(MPI_Isendrecv(a, 24, MPI_CHAR, right(rank, size), 5, b, 24, MPI_CHAR, left(rank, size), 5, MPI_COMM_WORLD, &q));
+    CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    CHECK(MPI_Isendrecv_replace(a, 40, MPI_CHAR, left(rank, size), 6, right(rank, size), 6, MPI_COMM_WORLD, &q));
+    CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    CHECK(MPI_Isendrecv_c(a, 8, MPI_CHAR, right(rank, size), 7, b, 8, MPI_CHAR, left(rank, size), 7, MPI_COMM_WORLD, &q));
+    CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    CHECK(MPI_Isendrecv_replace_c(a, 16, MPI_CHAR, left(rank, size), 8, right(rank, size), 8, MPI_COMM_WORLD, &q));
+    CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+#endif
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "ring";
@@ -324,6 +342,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "neighbor")) mode_neighbor();
     else if (!strcmp(mode, "vcoll")) mode_vcoll();
     else if (!strcmp(mode, "collectives")) mode_collectives();
+    else if (!strcmp(mode, "mpi4")) mode_mpi4();
     else if (!strcmp(mode, "abort")) {
         mode_ring();
         MPI_Barrier(MPI_COMM_WORLD);
