@@ -713,6 +713,11 @@ def switch_tree(arities_text: str, nodes: int, oversub: str | None = None,
                             "tree (or one, for the leaf switches)")
         links = [1.0]                                   # per node: its own link
         for m in range(len(ar) - 2, -1, -1):            # group level m: its children's links / the ratio
+            if ratios[m] > ar[m + 1] * links[-1]:
+                # less than one link up (of a node's speed) is not a fat tree (1e300 made the
+                # link loads overflow to inf)
+                raise UserError(f"oversubscription {oversub!r}: {ratios[m]:g}:1 leaves a switch of {ar[m + 1]} "
+                                f"children less than one link up; at most {ar[m + 1] * links[-1]:g}:1 there")
             links.append(ar[m + 1] * links[-1] / ratios[m])
         uplinks = [np.array(x) for x in reversed(links)]
     return SwitchTree(arities=ar, groups=groups, uplinks=uplinks)

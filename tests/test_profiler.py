@@ -307,6 +307,25 @@ def test_failures_keep_every_ranks_data(apps, tmp_path, monkeypatch, mpi, mode, 
         assert "exit-without-finalize" in {r.status for r in prof.ranks}
 
 
+@pytest.mark.parametrize("flush", [1, 1e-10])
+def test_a_rank_killed_keeps_its_snapshot(apps, tmp_path, monkeypatch, flush):
+    """SIGKILL runs no handler: the snapshot taken at the first collective after traffic is
+    what is left of the rank. --flush-seconds below 1 ns ("as often as possible") turned
+    snapshots off (the interval truncated to 0 ns, which means none)."""
+    p = 4
+    monkeypatch.setenv("OMPI_MCA_odls_base_sigkill_timeout", "3")
+    res, prof = profile(tmp_path, launcher("openmpi", p) + [str(app(apps, "traffic", "openmpi")), "sigkill"],
+                        timeout=60, flush_seconds=flush)
+    assert not prof.complete and prof.missing_ranks == []
+    want, got = expect_ring(p).bytes(), matrix(prof)
+    if flush == 1:          # the snapshot at the barrier after the ring: all of it
+        assert got == want
+    else:                   # snapshots from the first send on, each next one no sooner than the time since MPI_Init
+        mine = {k: v for k, v in got.items() if k[0] == 1}
+        assert mine and all(v <= want[k] for k, v in mine.items())
+        assert {k: v for k, v in got.items() if k[0] != 1} == {k: v for k, v in want.items() if k[0] != 1}
+
+
 def test_rank_metadata(apps, tmp_path):
     res, prof = profile(tmp_path, launcher("openmpi", 2) + [str(app(apps, "traffic", "openmpi")), "ring"])
     for r in prof.ranks:

@@ -217,3 +217,15 @@ def test_hwloc_xml_with_a_core_without_pus_is_refused(tmp_path):
     t = _ring(tmp_path, 8)
     one_error_line(run_cli("map", t, "--nodes", "n[1-2]", "--node-topology", nopu, "--out", tmp_path / "m"),
                    "core L#1 has no PU")
+
+
+@pytest.mark.parametrize("ratio", ["1e308", "1e300", "3"])
+def test_fat_tree_oversubscription_leaves_at_least_one_link_up(tmp_path, ratio):
+    """1e308 ended in an internal error, 1e300 in link loads of 1e303 B and overflow warnings."""
+    t = _ring(tmp_path, 8)
+    one_error_line(run_cli("map", t, "--nodes", "n[1-4]", "--node-topology", "core:2", "--network",
+                           f"fat-tree:2x2:oversub={ratio}", "--out", tmp_path / "m"),
+                   "less than one link up; at most 2:1 there")
+    ok = run_cli("map", t, "--nodes", "n[1-4]", "--node-topology", "core:2", "--network", "fat-tree:2x2:oversub=2",
+                 "--out", tmp_path / "m2")
+    assert ok.returncode == 0, ok.stderr

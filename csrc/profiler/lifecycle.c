@@ -294,7 +294,9 @@ void rmp_start(void)
     rmp_p.t_start_ns = rmp_now_ns();
     const char *iv = getenv("RANKMAP_PROFILE_FLUSH_SECONDS");
     double secs = iv && *iv ? atof(iv) : 1.0;
-    rmp_p.snap_interval_ns = secs > 0 ? (uint64_t)(secs * 1e9) : 0;
+    /* 0 (or not a positive number) means no snapshots; anything positive means some: below
+     * 1 ns it truncated to 0 (none), past 2^64 ns the cast was undefined */
+    rmp_p.snap_interval_ns = !(secs > 0) ? 0 : secs >= 1.8e10 ? (uint64_t)1.8e19 : secs * 1e9 < 1 ? 1 : (uint64_t)(secs * 1e9);
     rmp_p.next_snap_ns = 0; /* the first snapshot is due as soon as there is traffic */
     if (rmp_core_init() != 0 || build_meta(provided) != 0) {
         if (rmp_g.rank == 0)

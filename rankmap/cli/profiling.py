@@ -8,7 +8,7 @@ import click
 
 from rankmap.profiler.errors import UserError
 from rankmap.cli.console import console
-from rankmap.cli.options import NON_NEGATIVE, POSITIVE, _model
+from rankmap.cli.options import POSITIVE, Number, _model
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--out", "out", metavar="DIR", envvar="RANKMAP_PROFILE_OUT",
@@ -17,7 +17,7 @@ from rankmap.cli.options import NON_NEGATIVE, POSITIVE, _model
               help="How to pass the preload to the ranks (default: from the launcher's name).")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]),
               help="MPI the program uses (default: from the launcher or the program's libraries).")
-@click.option("--flush-seconds", type=NON_NEGATIVE, metavar="S",
+@click.option("--flush-seconds", type=Number(0.0, 1e9), metavar="S",
               help="Snapshots (default 1): while its counters change, each rank also writes them to the run file, "
                    "kept if the rank is then killed by SIGKILL; the first at its first collective after traffic or "
                    "after S seconds, each next one no sooner than max(S, time since MPI_Init) later. 0: none.")

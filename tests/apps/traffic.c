@@ -349,6 +349,13 @@ int main(int argc, char **argv)
         if (rank == size - 1)
             MPI_Abort(MPI_COMM_WORLD, 3);
         sleep(60); /* the others are killed by the launcher */
+    } else if (!strcmp(mode, "sigkill")) {
+        /* no handler runs: only the snapshots keep rank 1's data */
+        mode_ring();
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1)
+            raise(SIGKILL);
+        sleep(60);
     } else if (!strcmp(mode, "crash")) {
         mode_ring();
         MPI_Barrier(MPI_COMM_WORLD);
