@@ -283,6 +283,7 @@ def test_collective_table(apps, tmp_path, mpi):
 @pytest.mark.parametrize("mpi", MPIS)
 @pytest.mark.parametrize("mode,status", [("abort", {"aborted", "signal", "running"}),
                                          ("crash", {"signal", "running"}),
+                                         ("mpierror", {"aborted", "signal", "running", "exit-without-finalize"}),
                                          # mpirun kills the ranks still running when the first one exits
                                          ("nofinalize", {"exit-without-finalize", "signal", "running"})])
 def test_failures_keep_every_ranks_data(apps, tmp_path, monkeypatch, mpi, mode, status):
@@ -303,8 +304,18 @@ def test_failures_keep_every_ranks_data(apps, tmp_path, monkeypatch, mpi, mode, 
         assert prof.ranks[p - 1].status == "aborted" and prof.ranks[p - 1].detail == 3
     if mode == "crash":
         assert prof.ranks[1].status == "signal" and prof.ranks[1].detail == 11
+    if mode == "mpierror":      # under MPI_ERRORS_ARE_FATAL Open MPI ended the rank without a word to us
+        assert prof.ranks[p - 1].status == "aborted" and prof.ranks[p - 1].detail != 0
     if mode == "nofinalize":
         assert "exit-without-finalize" in {r.status for r in prof.ranks}
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_programs_own_error_handler_still_gets_the_errors(apps, tmp_path, mpi):
+    """The profiler's handler for MPI_ERRORS_ARE_FATAL is replaced by the program's own."""
+    res, prof = profile(tmp_path, launcher(mpi, 4) + [str(app(apps, "traffic", mpi)), "errreturn"])
+    assert res.exit_code == 0 and prof.complete
+    assert matrix(prof) == expect_ring(4).bytes()
 
 
 @pytest.mark.parametrize("flush", [1, 1e-10])

@@ -265,6 +265,38 @@ static void install_signal_handlers(void)
     }
 }
 
+/* MPI_ERRORS_ARE_FATAL, the default handler of MPI_COMM_WORLD and MPI_COMM_SELF (and so of
+ * every communicator made from them), ends the process without atexit handlers under Open MPI:
+ * a rank that died of an MPI error (a send to a rank that does not exist) lost its data. The
+ * profiler's handler writes the final block, says what happened and aborts as the default
+ * does. A program that sets its own handler replaces this one. */
+static MPI_Errhandler fatal_eh = MPI_ERRHANDLER_NULL;
+
+static void on_mpi_error(MPI_Comm *comm, int *code, ...)
+{
+    char text[MPI_MAX_ERROR_STRING + 1];
+    int len = 0;
+    if (PMPI_Error_string(*code, text, &len) != MPI_SUCCESS || len <= 0)
+        snprintf(text, sizeof text, "error code %d", *code);
+    text[len > 0 && len <= MPI_MAX_ERROR_STRING ? len : (int)strlen(text)] = 0;
+    fprintf(stderr, "rankmap profiler: rank %d: an MPI call failed (%s) under MPI_ERRORS_ARE_FATAL; the profile "
+                    "is written, the program aborts\n", rmp_g.rank, text);
+    rmp_final(RMP_ST_ABORTED, *code);
+    PMPI_Abort(*comm, *code);
+}
+
+static void keep_data_on_fatal_errors(MPI_Comm comm)
+{
+    MPI_Errhandler cur;
+    if (PMPI_Comm_get_errhandler(comm, &cur) != MPI_SUCCESS || cur != MPI_ERRORS_ARE_FATAL)
+        return;
+    if (fatal_eh == MPI_ERRHANDLER_NULL && PMPI_Comm_create_errhandler(on_mpi_error, &fatal_eh) != MPI_SUCCESS) {
+        fatal_eh = MPI_ERRHANDLER_NULL;
+        return;
+    }
+    PMPI_Comm_set_errhandler(comm, fatal_eh);
+}
+
 /* ------------------------------------------------------------------ start */
 
 void rmp_start(void)
@@ -314,6 +346,8 @@ void rmp_start(void)
         PMPI_Comm_set_attr(MPI_COMM_SELF, kv, NULL);
     }
     install_signal_handlers();
+    keep_data_on_fatal_errors(MPI_COMM_WORLD);
+    keep_data_on_fatal_errors(MPI_COMM_SELF);
     atexit(on_exit_hook);
     __atomic_store_n(&rmp_g.state, RMP_ACTIVE, __ATOMIC_RELEASE);
     if (rmp_p.snap_interval_ns)

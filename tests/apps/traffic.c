@@ -349,6 +349,21 @@ int main(int argc, char **argv)
         if (rank == size - 1)
             MPI_Abort(MPI_COMM_WORLD, 3);
         sleep(60); /* the others are killed by the launcher */
+    } else if (!strcmp(mode, "mpierror")) {
+        /* a send to a rank that does not exist, under the default MPI_ERRORS_ARE_FATAL */
+        mode_ring();
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == size - 1)
+            MPI_Send(&rank, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
+        sleep(60);
+    } else if (!strcmp(mode, "errreturn")) {
+        /* the program's own handler: the error comes back and the run goes on */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        if (MPI_Send(&rank, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD) == MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: a send to rank %d succeeded\n", rank, size + 5);
+            return 2;
+        }
+        mode_ring();
     } else if (!strcmp(mode, "sigkill")) {
         /* no handler runs: only the snapshots keep rank 1's data */
         mode_ring();
