@@ -18,6 +18,8 @@ Then `balance_global`, on any machine whose network has global links (trees, Slu
 switches, dragonflies; any size): never above block order on the busiest of them."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -185,7 +187,7 @@ def group_traffic(c: sp.coo_matrix, grp: np.ndarray, G: int) -> np.ndarray:
 
 
 def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: float,
-                   W: sp.spmatrix | None = None) -> tuple[np.ndarray, dict]:
+                   W: sp.spmatrix | None = None, deadline: float | None = None) -> tuple[np.ndarray, dict]:
     """Moves until the busiest global link carries at most `target` bytes (block order's:
     never worse there than what the launcher gives). The cost sums bytes x distance over
     pairs and cannot see one group's uplinks, or one pair of groups' links, carry more than
@@ -196,7 +198,8 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
     First the contents of whole second-level units (a dragonfly's routers, a 3-level tree's
     leaf switches, else nodes) trade groups, each node's ranks keeping their cores; then, if
     the link is still above, single ranks (W, the symmetric graph the cost is taken on,
-    scores their cost). M: the directed traffic without its diagonal."""
+    scores their cost). M: the directed traffic without its diagonal. deadline
+    (time.monotonic()): no round starts past it (the swaps so far are kept)."""
     net = machine.network
     K, G = net.global_share()
     info = {"global_before": None, "swaps": 0, "cost_added": 0.0}
@@ -233,7 +236,7 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
     d_near = float(machine.distance(rep[near[:1]], rep[near[1:]])[0]) if near is not None else d_far
     # (the long pass is left to the last phase: the ranks')
     pos, got = _swap_to_target(Mu, None, np.arange(nu), u_top, shape, (d_near, d_far), K, G, target,
-                               long_pass=W is None)
+                               long_pass=W is None, deadline=deadline)
     if got:
         info.update(got)
         moved = np.empty(machine.nnodes, dtype=np.int64)      # node -> the node its ranks go to
@@ -245,7 +248,7 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
     if W is not None and (not got or got["global_after"] > target):
         gpos = top[machine.slot_node]
         pos, more = _swap_to_target(M, W, slot.copy(), gpos, np.zeros(machine.nslots, np.int64), machine.distance,
-                                    K, G, target)
+                                    K, G, target, deadline=deadline)
         if more:
             info["global_before"] = info["global_before"] or more["global_before"]
             info["global_after"] = more["global_after"]
@@ -380,7 +383,7 @@ def _two_constraint_split(W: sp.csr_matrix, U: np.ndarray, na: int, seed: int) -
 
 def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, group_of_pos: np.ndarray,
                     kind: np.ndarray, dist, K: sp.csr_matrix, G: int, target: float,
-                    long_pass: bool = True) -> tuple[np.ndarray, dict]:
+                    long_pass: bool = True, deadline: float | None = None) -> tuple[np.ndarray, dict]:
     """The search behind balance_global, on units (ranks, or whole routers, switches, nodes):
     unit i sits on position pos[i], in group group_of_pos[pos[i]]; units trade positions
     when the positions' kinds agree; dist(pa, pb): the cost of a byte between positions
@@ -526,6 +529,9 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
         done, best_at, best_score, spent, best_added = [], 0, score(loads), 0.0, 0.0
         climbed = False                     # a swap that made it worse was taken this pass
         while len(done) - best_at < slack and swaps + len(done) < GLOBAL_MAX_SWAPS and steps < rounds:
+            if deadline is not None and time.monotonic() > deadline:
+                steps = rounds              # (the pass is rolled back to its best point below)
+                break
             steps += 1
             got = pairs(locked)
             if got is None:

@@ -349,7 +349,8 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
                          f"{info['max_link_load_after']:.4g} B for a cost {c / best[1]:.4f}x")
             best = (best[0] + "+balance", c, s, best[3])
             candidates[best[0]] = c
-        best = _global_links(offdiag, graph, machine, prob, best, defaults["block"], candidates, notes)
+        best = _global_links(offdiag, graph, machine, prob, best, defaults["block"], candidates, notes,
+                             deadline if time_limit is not None else None)
         del offdiag
     if timed_out:
         notes.append(f"the time limit ({cap:g} s) cut the search short: the result depends on the machine's speed")
@@ -385,7 +386,7 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
 
 
 def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tuple, block: np.ndarray,
-                  candidates: dict, notes: list) -> tuple:
+                  candidates: dict, notes: list, deadline: float | None = None) -> tuple:
     """Never worse than block order on the busiest global link (the links into the top of
     a tree, a dragonfly's links between groups: where such machines run short of bandwidth):
     the cost cannot see one group's links carry more than the others', so a cheaper
@@ -414,11 +415,11 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
     if not tries or tries[0][1]["global_after"] > target:
         # swaps from the mapping itself (AMR on a fat tree of 16 leaves: re-splits stop at
         # 1.021 x and swaps after them at 1.005 x, swaps alone reach 1.000 x)
-        s, info = balance_global(offdiag, machine, best[2], target, graph.W)
+        s, info = balance_global(offdiag, machine, best[2], target, graph.W, deadline)
         if info:
             tries.append((s, info))
         if split and split[1] and (not info or info["global_after"] > target):
-            s, more = balance_global(offdiag, machine, split[0], target, graph.W)
+            s, more = balance_global(offdiag, machine, split[0], target, graph.W, deadline)
             if more:
                 tries.append((s, {**split[1], "global_after": more["global_after"], "swaps": more["swaps"]}))
     if tries:

@@ -110,6 +110,22 @@ def test_balance_global_brings_the_busiest_global_link_down(net):
     assert np.array_equal(new, again)
 
 
+@pytest.mark.parametrize("net", GLOBAL_NETS[:1])
+def test_balance_global_stops_at_the_deadline(net):
+    """--time-limit: no round starts past the deadline (a 10^5-rank mapping cut short by the
+    limit spent 100 s here after it); the mapping is returned as it was."""
+    import time
+    from rankmap.mapper.graph import from_traffic
+    from rankmap.profiler.traffic import Traffic
+    m = M.build([f"n{i}" for i in range(32)], ["pack:2 core:2"], network=net)
+    t = Traffic(bytes=_paired_traffic(m, 6), source="t", format="synthetic")
+    slot = baselines.block(m.nslots, m)
+    target = 0.8 * linkload.global_loads(t.offdiag(), m, slot).max()
+    new, info = linkload.balance_global(t.offdiag(), m, slot, target, from_traffic(t).W,
+                                        deadline=time.monotonic() - 1)
+    assert not info and np.array_equal(new, slot)
+
+
 def test_whole_units_keep_each_rank_on_its_core():
     """Without the rank phase (no W), ranks move only with their whole router or leaf
     switch: every rank keeps its core and its place under the unit."""
