@@ -2,7 +2,9 @@
 
 The launcher's own way of forwarding environment is used so that only the MPI
 processes preload the library (mpirun itself or srun must not load libmpi):
-Open MPI `-x VAR`, MPICH Hydra `-genv VAR VALUE`, Slurm `--export=ALL,VAR=VALUE`."""
+Open MPI `-x VAR` (in every app context of an MPMD line `a : b`), MPICH Hydra `-genv VAR
+VALUE`, Slurm `--export=ALL,VAR=VALUE`. A program linked with the other MPI than its
+launcher's is refused before it starts."""
 from __future__ import annotations
 
 import json
@@ -85,6 +87,14 @@ def _with_env(argv: list[str], kind: str, env: dict[str, str], impl_for_srun: st
     head, tail = argv[:1], argv[1:]
     if kind == "openmpi":
         opts = [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
+        # an MPMD line (`-np 2 ./a : -np 2 ./b`): Open MPI's -x holds for its own app context
+        # only, and the ranks after a ':' ran unprofiled
+        out = head + opts
+        for a in tail:
+            out.append(a)
+            if a == ":":
+                out += opts
+        return out
     elif kind == "mpich":
         opts = [a for k, v in env.items() for a in ("-genv", k, v)]
     elif kind == "srun":
@@ -113,7 +123,14 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
     kind = launcher or launcher_kind(command[0])
     if kind not in LAUNCHERS:
         raise UserError(f"unknown launcher kind {kind!r}; choose one of {', '.join(LAUNCHERS)}")
-    impl = mpi or (kind if kind in ("openmpi", "mpich") else None) or program_mpi(command) or native.default_mpi()
+    linked = program_mpi(command)
+    if mpi is None and kind in ("openmpi", "mpich") and linked and linked != kind:
+        # each process would load two MPI libraries (the profiler's and the program's) and die,
+        # or run as one-rank jobs: say which does not match
+        names = {"openmpi": "Open MPI", "mpich": "MPICH"}
+        raise UserError(f"the program is linked with {names[linked]} but {command[0]} is {names[kind]}'s launcher; "
+                        f"start it with {names[linked]}'s (e.g. {'mpirun.openmpi' if linked == 'openmpi' else 'mpirun.mpich'})")
+    impl = mpi or (kind if kind in ("openmpi", "mpich") else None) or linked or native.default_mpi()
     if impl not in native.MPI_NAMES:
         raise UserError(f"unknown MPI implementation {impl!r}; choose openmpi or mpich")
     lib = native.artifact("profiler", impl)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import app, launcher
+from conftest import app, launcher, one_error_line, run_cli
 from rankmap.profiler.launch import run_profile
 from rankmap.profiler.rundir import read_run
 
@@ -316,6 +316,42 @@ def test_a_programs_own_error_handler_still_gets_the_errors(apps, tmp_path, mpi)
     res, prof = profile(tmp_path, launcher(mpi, 4) + [str(app(apps, "traffic", mpi)), "errreturn"])
     assert res.exit_code == 0 and prof.complete
     assert matrix(prof) == expect_ring(4).bytes()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_the_error_handlers_read_back_as_the_program_set_them(apps, tmp_path, mpi):
+    """The profiler's handler stands in for MPI_ERRORS_ARE_FATAL: MPI_Comm_get_errhandler
+    returned it instead, and code that compares the handle changed its behaviour."""
+    res, prof = profile(tmp_path, launcher(mpi, 3) + [str(app(apps, "traffic", mpi)), "errhandler"])
+    assert res.exit_code == 0 and prof.complete
+    assert matrix(prof) == expect_ring(3).bytes()
+
+
+def test_an_mpmd_line_profiles_every_app_context(apps, tmp_path):
+    """Open MPI's -x holds for one app context: the ranks after a ':' ran unprofiled and the
+    run was partial ("wrote no data")."""
+    exe = str(app(apps, "traffic", "openmpi"))
+    res, prof = profile(tmp_path, launcher("openmpi", 2) + [exe, "ring", ":", "-np", "3", exe, "ring"])
+    assert res.exit_code == 0 and prof.complete, prof.partial_reasons()
+    assert matrix(prof) == expect_ring(5).bytes()
+
+
+def test_a_program_of_another_mpi_than_the_launcher_is_refused(apps, tmp_path):
+    """An Open MPI program under MPICH's launcher got MPICH's profiler preloaded: two MPI
+    libraries in each process, which died of SIGSEGV."""
+    cmd = launcher("mpich", 2) + [str(app(apps, "traffic", "openmpi")), "ring"]
+    one_error_line(run_cli("profile", "--out", tmp_path / "run", "--", *cmd),
+                   "the program is linked with Open MPI but mpiexec.mpich is MPICH's launcher")
+
+
+def test_spawned_processes_do_not_mix_into_the_run(apps, tmp_path):
+    """A process spawned with MPI_Comm_spawn inherited the preload and appended blocks of its
+    own one-rank world to the run file: the whole run was refused ("mixes different runs").
+    The parents count their bytes to it as going outside MPI_COMM_WORLD."""
+    res, prof = profile(tmp_path, launcher("openmpi", 3) + [str(app(apps, "traffic", "openmpi")), "spawn"])
+    assert res.exit_code == 0 and prof.complete and prof.size == 3, prof.partial_reasons()
+    assert matrix(prof) == expect_ring(3).bytes()
+    assert sum(r.unattributed_bytes for r in prof.ranks) == 300
 
 
 @pytest.mark.parametrize("flush", [1, 1e-10])

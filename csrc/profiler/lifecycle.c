@@ -318,6 +318,14 @@ void rmp_start(void)
         rmp_g.state = RMP_DONE;
         goto out;
     }
+    MPI_Comm parent = MPI_COMM_NULL;
+    if (PMPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent != MPI_COMM_NULL) {
+        /* spawned by MPI_Comm_spawn: another MPI_COMM_WORLD, whose blocks in the parent run's
+         * file made the whole run unreadable ("the file mixes different runs"); the parents
+         * count their traffic to it as unattributed */
+        rmp_g.state = RMP_DONE;
+        goto out;
+    }
     PMPI_Query_thread(&provided);
     rmp_g.multi = provided == MPI_THREAD_MULTIPLE;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rmp_g.rank);
@@ -372,6 +380,22 @@ RMP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provi
     if (rc == MPI_SUCCESS)
         rmp_start();
     return rc;
+}
+
+/* The program sees the handlers it set: the profiler's stands for MPI_ERRORS_ARE_FATAL both ways */
+RMP_EXPORT int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+    int rc = PMPI_Comm_get_errhandler(comm, errhandler);
+    if (rc == MPI_SUCCESS && fatal_eh != MPI_ERRHANDLER_NULL && *errhandler == fatal_eh)
+        *errhandler = MPI_ERRORS_ARE_FATAL;
+    return rc;
+}
+
+RMP_EXPORT int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+    if (errhandler == MPI_ERRORS_ARE_FATAL && fatal_eh != MPI_ERRHANDLER_NULL)
+        errhandler = fatal_eh;
+    return PMPI_Comm_set_errhandler(comm, errhandler);
 }
 
 RMP_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)

@@ -315,6 +315,44 @@ static void mode_mpi4(void)
 #endif
 }
 
+/* the ring, then rank 0 sends 300 B to a process it spawned (outside MPI_COMM_WORLD) */
+static void mode_spawn(char *self)
+{
+    MPI_Comm parent, child;
+    char b[300] = {0};
+    CHECK(MPI_Comm_get_parent(&parent));
+    if (parent != MPI_COMM_NULL) {
+        CHECK(MPI_Recv(b, 300, MPI_CHAR, 0, 1, parent, MPI_STATUS_IGNORE));
+        CHECK(MPI_Comm_disconnect(&parent));
+        return;
+    }
+    mode_ring();
+    char *args[] = {"spawn", NULL};
+    CHECK(MPI_Comm_spawn(self, args, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &child, MPI_ERRCODES_IGNORE));
+    if (rank == 0)
+        CHECK(MPI_Send(b, 300, MPI_CHAR, 0, 1, child));
+    CHECK(MPI_Comm_disconnect(&child));
+}
+
+/* whether MPI_COMM_WORLD's handler reads back as the default, and as what was set */
+static int mode_errhandler(void)
+{
+    MPI_Errhandler eh;
+    CHECK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
+    if (eh != MPI_ERRORS_ARE_FATAL)
+        return fprintf(stderr, "rank %d: the default handler is not MPI_ERRORS_ARE_FATAL\n", rank), 3;
+    CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
+    if (eh != MPI_ERRORS_RETURN)
+        return fprintf(stderr, "rank %d: MPI_ERRORS_RETURN did not read back\n", rank), 3;
+    CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    CHECK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
+    if (eh != MPI_ERRORS_ARE_FATAL)
+        return fprintf(stderr, "rank %d: MPI_ERRORS_ARE_FATAL did not read back\n", rank), 3;
+    mode_ring();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "ring";
@@ -343,6 +381,12 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "vcoll")) mode_vcoll();
     else if (!strcmp(mode, "collectives")) mode_collectives();
     else if (!strcmp(mode, "mpi4")) mode_mpi4();
+    else if (!strcmp(mode, "spawn")) mode_spawn(argv[0]);
+    else if (!strcmp(mode, "errhandler")) {
+        int rc = mode_errhandler();
+        if (rc)
+            return rc;
+    }
     else if (!strcmp(mode, "abort")) {
         mode_ring();
         MPI_Barrier(MPI_COMM_WORLD);
