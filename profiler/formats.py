@@ -248,7 +248,7 @@ def _csv_rows(path: Path, header: list | None = None):
                 float(row[0])
             except ValueError:
                 if header is not None:
-                    header.append(row)
+                    header.extend([row, lineno])
                 continue  # header
         yield lineno, row
 
@@ -262,12 +262,58 @@ def _read_mpip(path: Path) -> Traffic:
     return Traffic(bytes=m, msgs=msgs, source=str(path), format="mpip")
 
 
+_CSV_ROLES = {"src": "src", "source": "src", "from": "src", "sender": "src",
+              "dst": "dst", "dest": "dst", "destination": "dst", "to": "dst", "receiver": "dst", "target": "dst",
+              "bytes": "bytes", "size": "bytes", "volume": "bytes", "weight": "bytes", "words": "words",
+              "messages": "messages", "msgs": "messages", "count": "messages"}
+
+
+def _csv_columns(path: Path, header: list) -> list | None:
+    """Where src, dst, bytes (or words) and messages are, by the header's names (None: no
+    header, or one that names none of them: the columns are read by position). A header
+    `dst,src,bytes` was read by position, transposed, and `bytes,src,dst` took bytes for ranks."""
+    if not header:
+        return None
+    names = [h.strip().lower() for h in header[0]]
+    roles = [_CSV_ROLES.get(h) for h in names]
+    if not any(roles):
+        return None
+    where = f"{path}:{header[1] if len(header) > 1 else 1}"
+    for h, r in zip(header[0], roles):
+        if r is None:
+            raise UserError(f"{where}: column {h.strip()!r}: a traffic CSV's header names src, dst, bytes (or words) "
+                            "and optionally messages, in any order (or no column rankmap knows: then they are "
+                            "read in that order)")
+    if len(set(roles)) != len(roles) or ("bytes" in roles and "words" in roles):
+        raise UserError(f"{where}: the header names a column twice ({','.join(names)})")
+    missing = [r for r in ("src", "dst") if r not in roles] + \
+        ([] if "bytes" in roles or "words" in roles else ["bytes"])
+    if missing:
+        raise UserError(f"{where}: the header has no {' or '.join(missing)} column ({','.join(names)})")
+    vol = "bytes" if "bytes" in roles else "words"
+    return [roles.index("src"), roles.index("dst"), roles.index(vol)] + \
+        ([roles.index("messages")] if "messages" in roles else [])
+
+
 def _read_csv(path: Path) -> Traffic:
     header: list = []
-    s, d, b, c = _triplets(path, _csv_rows(path, header), 3, "src,dst,bytes[,messages]")
+    rows = _csv_rows(path, header)
+
+    def by_name():
+        cols = "unread"
+        for lineno, row in rows:
+            if cols == "unread":         # the header is read with the first data row
+                cols = _csv_columns(path, header)
+            if cols is None or cols == list(range(len(cols))) and len(row) <= len(cols):
+                yield lineno, row
+                continue
+            if len(row) != len(header[0]):
+                raise UserError(f"{path}:{lineno}: {len(row)} field(s), the header names {len(header[0])}")
+            yield lineno, [row[i] for i in cols]
+    s, d, b, c = _triplets(path, by_name(), 3, "src,dst,bytes[,messages]")
     n = int(max(s.max(), d.max())) + 1
     # `convert --units words` writes src,dst,words: read back as bytes they were 8 x too small
-    words = bool(header) and len(header[0]) >= 3 and header[0][2].lower() == "words"
+    words = bool(header) and "words" in [h.strip().lower() for h in header[0]]
     m = sp.coo_matrix((b * WORD if words else b, (s, d)), shape=(n, n)).tocsr()
     msgs = sp.coo_matrix((c, (s, d)), shape=(n, n)).tocsr() if c.any() else None
     t = Traffic(bytes=m, msgs=msgs, source=str(path), format="csv")

@@ -229,3 +229,31 @@ def test_fat_tree_oversubscription_leaves_at_least_one_link_up(tmp_path, ratio):
     ok = run_cli("map", t, "--nodes", "n[1-4]", "--node-topology", "core:2", "--network", "fat-tree:2x2:oversub=2",
                  "--out", tmp_path / "m2")
     assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize("text", ["dst,src,bytes\n1,0,100\n2,1,5\n",
+                                  "bytes,src,dst\n100,0,1\n5,1,2\n",
+                                  "Source;Destination;Size;Count\n0;1;100;3\n1;2;5;1\n",
+                                  "a,b,c\n0,1,100\n1,2,5\n"])
+def test_csv_columns_are_taken_by_their_header_names(tmp_path, text):
+    """The header was skipped unread: `dst,src,bytes` was read transposed, `bytes,src,dst`
+    took byte counts for ranks, all with exit 0. (A header naming no known column keeps the
+    positional order.)"""
+    f = tmp_path / "t.csv"
+    f.write_text(text)
+    res = run_cli("convert", f, tmp_path / "out.csv")
+    assert res.returncode == 0, res.stderr
+    rows = [ln.split(",")[:3] for ln in (tmp_path / "out.csv").read_text().splitlines()[1:]]
+    assert rows == [["0", "1", "100"], ["1", "2", "5"]]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("src,dst,bytes,tag\n0,1,100,7\n", "column 'tag': a traffic CSV's header names src, dst, bytes"),
+    ("src,src,bytes\n0,1,100\n", "the header names a column twice"),
+    ("src,bytes\n0,100\n", "the header has no dst column"),
+    ("dst,src,bytes\n1,0\n", "t.csv:2: 2 field(s), the header names 3"),
+])
+def test_csv_headers_that_cannot_be_read_are_named(tmp_path, text, fragment):
+    f = tmp_path / "t.csv"
+    f.write_text(text)
+    one_error_line(run_cli("convert", f, tmp_path / "out.csv"), fragment)
