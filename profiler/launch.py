@@ -4,7 +4,8 @@ The launcher's own way of forwarding environment is used so that only the MPI
 processes preload the library (mpirun itself or srun must not load libmpi):
 Open MPI `-x VAR` (in every app context of an MPMD line `a : b`), MPICH Hydra `-genv VAR
 VALUE`, Slurm `--export=ALL,VAR=VALUE`. A program linked with the other MPI than its
-launcher's is refused before it starts."""
+launcher's is refused before it starts; an LD_PRELOAD the command line sets itself is kept,
+after the profiler; an Open MPI appfile is refused (its contexts cannot be given -x)."""
 from __future__ import annotations
 
 import json
@@ -83,9 +84,40 @@ def srun_mpi_option(mpi: str) -> str:
     return "--mpi=pmi2" if mpi == "mpich" else "--mpi=pmix"
 
 
+def _user_preload(argv: list[str], kind: str) -> tuple[list[str], str | None]:
+    """The command without the LD_PRELOAD it sets itself (Open MPI `-x LD_PRELOAD=V`, Hydra
+    `-genv`/`-env LD_PRELOAD V`), and that value: given after the profiler's on the same line,
+    it replaced it, and no rank was profiled. The profiler's goes first, the user's after it."""
+    out, value, i = [], None, 0
+    while i < len(argv):
+        a = argv[i]
+        if kind == "openmpi" and a in ("-x", "--x") and i + 1 < len(argv) and argv[i + 1].startswith("LD_PRELOAD"):
+            name, eq, v = argv[i + 1].partition("=")
+            if name == "LD_PRELOAD":
+                value = v if eq else os.environ.get("LD_PRELOAD", "")
+                i += 2
+                continue
+        if kind == "mpich" and a in ("-genv", "-env") and i + 2 < len(argv) and argv[i + 1] == "LD_PRELOAD":
+            value = argv[i + 2]
+            i += 3
+            continue
+        out.append(a)
+        i += 1
+    return out, value
+
+
 def _with_env(argv: list[str], kind: str, env: dict[str, str], impl_for_srun: str | None = None) -> list[str]:
+    argv, theirs = _user_preload(argv, kind)
+    if theirs and "LD_PRELOAD" in env:
+        env = {**env, "LD_PRELOAD": env["LD_PRELOAD"] + ":" + theirs}
     head, tail = argv[:1], argv[1:]
     if kind == "openmpi":
+        if any(a in ("--app", "-app") or a.startswith("--app=") for a in tail):
+            # each appfile line is an app context of its own, and -x holds for one context:
+            # no rank got the profiler
+            raise UserError("an Open MPI appfile (--app): its app contexts would not get the profiler "
+                            "(mpirun's -x holds for one context); give them on the command line instead: "
+                            "rankmap profile -- mpirun -np 2 ./a : -np 2 ./b")
         opts = [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
         # an MPMD line (`-np 2 ./a : -np 2 ./b`): Open MPI's -x holds for its own app context
         # only, and the ranks after a ':' ran unprofiled

@@ -397,3 +397,25 @@ def test_thread_multiple_uses_atomic_counters(apps, tmp_path):
     res, prof = profile(tmp_path, launcher("openmpi", 2) + [str(app(apps, "traffic", "openmpi")), "threads"])
     assert all(r.meta["thread_level"] == "MPI_THREAD_MULTIPLE" for r in prof.ranks)
     assert matrix(prof) == expect_threads(2).bytes()
+
+
+def test_a_preload_given_on_the_launcher_line_is_kept_after_the_profiler(apps, tmp_path):
+    """`mpirun -x LD_PRELOAD=lib` (a tracer, a malloc library) came after the profiler's -x
+    on the line and replaced it: no rank was profiled. Both are preloaded now."""
+    lib = "/lib/x86_64-linux-gnu/libm.so.6"
+    cmd = launcher("openmpi", 3)
+    cmd = cmd[:1] + ["-x", f"LD_PRELOAD={lib}"] + cmd[1:] + [str(app(apps, "traffic", "openmpi")), "ring"]
+    res, prof = profile(tmp_path, cmd)
+    assert res.exit_code == 0 and prof.complete, prof.partial_reasons()
+    assert matrix(prof) == expect_ring(3).bytes()
+    import json
+    argv = json.loads((res.directory / "run.json").read_text())["argv"]
+    assert sum(a.startswith("LD_PRELOAD=") for a in argv) == 1
+    assert next(a for a in argv if a.startswith("LD_PRELOAD=")).endswith(":" + lib)
+
+
+def test_an_open_mpi_appfile_is_refused_with_the_way_that_works(tmp_path):
+    app_file = tmp_path / "apps"
+    app_file.write_text("-np 2 ./a\n-np 2 ./b\n")
+    one_error_line(run_cli("profile", "--out", tmp_path / "run", "--", "mpirun.openmpi", "--app", app_file),
+                   "an Open MPI appfile (--app): its app contexts would not get the profiler")
