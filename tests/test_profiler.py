@@ -284,6 +284,7 @@ def test_collective_table(apps, tmp_path, mpi):
 @pytest.mark.parametrize("mode,status", [("abort", {"aborted", "signal", "running"}),
                                          ("crash", {"signal", "running"}),
                                          ("mpierror", {"aborted", "signal", "running", "exit-without-finalize"}),
+                                         ("winerror", {"aborted", "signal", "running", "exit-without-finalize"}),
                                          # mpirun kills the ranks still running when the first one exits
                                          ("nofinalize", {"exit-without-finalize", "signal", "running"})])
 def test_failures_keep_every_ranks_data(apps, tmp_path, monkeypatch, mpi, mode, status):
@@ -304,7 +305,7 @@ def test_failures_keep_every_ranks_data(apps, tmp_path, monkeypatch, mpi, mode, 
         assert prof.ranks[p - 1].status == "aborted" and prof.ranks[p - 1].detail == 3
     if mode == "crash":
         assert prof.ranks[1].status == "signal" and prof.ranks[1].detail == 11
-    if mode == "mpierror":      # under MPI_ERRORS_ARE_FATAL Open MPI ended the rank without a word to us
+    if mode in ("mpierror", "winerror"):    # under MPI_ERRORS_ARE_FATAL Open MPI ended the rank without a word to us
         assert prof.ranks[p - 1].status == "aborted" and prof.ranks[p - 1].detail != 0
     if mode == "nofinalize":
         assert "exit-without-finalize" in {r.status for r in prof.ranks}

@@ -263,6 +263,7 @@ static rmp_comm_info *win_info(MPI_Win win)
                 free(ci);
                 ci = NULL;
             }
+            rmp_keep_data_on_fatal_win_errors(win);
         }
     }
     RMP_UNLOCK();

@@ -71,6 +71,7 @@ RMP_HIDDEN extern __thread rmp_tls_slot rmp_tls_cache[RMP_TLS_SLOTS] __attribute
 /* lifecycle (lifecycle.c) */
 RMP_HIDDEN void rmp_start(void);
 RMP_HIDDEN void rmp_abort_hook(int code);
+RMP_HIDDEN void rmp_keep_data_on_fatal_win_errors(MPI_Win win);
 
 #define RMP_ENTER()                                   \
     do {                                              \

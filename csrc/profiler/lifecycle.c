@@ -382,6 +382,46 @@ RMP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provi
     return rc;
 }
 
+/* Windows have their own default handler, MPI_ERRORS_ARE_FATAL, not inherited from their
+ * communicator: the profiler's is put in its place when it first sees a window (its first
+ * one-sided call, before the call runs). */
+static MPI_Errhandler fatal_win_eh = MPI_ERRHANDLER_NULL;
+
+static void on_mpi_win_error(MPI_Win *win, int *code, ...)
+{
+    (void)win;
+    MPI_Comm world = MPI_COMM_WORLD;
+    on_mpi_error(&world, code);
+}
+
+void rmp_keep_data_on_fatal_win_errors(MPI_Win win)
+{
+    MPI_Errhandler cur;
+    if (PMPI_Win_get_errhandler(win, &cur) != MPI_SUCCESS || cur != MPI_ERRORS_ARE_FATAL)
+        return;
+    if (fatal_win_eh == MPI_ERRHANDLER_NULL &&
+        PMPI_Win_create_errhandler(on_mpi_win_error, &fatal_win_eh) != MPI_SUCCESS) {
+        fatal_win_eh = MPI_ERRHANDLER_NULL;
+        return;
+    }
+    PMPI_Win_set_errhandler(win, fatal_win_eh);
+}
+
+RMP_EXPORT int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+{
+    int rc = PMPI_Win_get_errhandler(win, errhandler);
+    if (rc == MPI_SUCCESS && fatal_win_eh != MPI_ERRHANDLER_NULL && *errhandler == fatal_win_eh)
+        *errhandler = MPI_ERRORS_ARE_FATAL;
+    return rc;
+}
+
+RMP_EXPORT int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+{
+    if (errhandler == MPI_ERRORS_ARE_FATAL && fatal_win_eh != MPI_ERRHANDLER_NULL)
+        errhandler = fatal_win_eh;
+    return PMPI_Win_set_errhandler(win, errhandler);
+}
+
 /* The program sees the handlers it set: the profiler's stands for MPI_ERRORS_ARE_FATAL both ways */
 RMP_EXPORT int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {

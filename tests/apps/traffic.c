@@ -400,6 +400,17 @@ int main(int argc, char **argv)
         if (rank == size - 1)
             MPI_Send(&rank, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD);
         sleep(60);
+    } else if (!strcmp(mode, "winerror")) {
+        /* a one-sided call to a rank that does not exist: windows have their own default handler */
+        mode_ring();
+        MPI_Barrier(MPI_COMM_WORLD);
+        int buf[4] = {0};
+        MPI_Win win;
+        CHECK(MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        CHECK(MPI_Win_fence(0, win));
+        if (rank == size - 1)
+            MPI_Put(buf, 1, MPI_INT, size + 5, 0, 1, MPI_INT, win);
+        sleep(60);
     } else if (!strcmp(mode, "errreturn")) {
         /* the program's own handler: the error comes back and the run goes on */
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
