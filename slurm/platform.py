@@ -188,30 +188,31 @@ def simgrid_dragonfly(text: str) -> str:
 
 def custom(kind_dims: str | None, fat_tree: str | None, cores: int | None, base: Platform | None,
            dragonfly: str | None = None) -> Platform:
-    """A preset changed by --torus/--fat-tree/--dragonfly/--cores, or a new cluster from them."""
+    """A preset changed by --torus/--fat-tree/--dragonfly/--cores (named after both: an
+    'angara-k1' of 2x2 nodes and 8 cores was not Angara-K1), or a new cluster from them."""
     p = base or Platform(name="custom", kind="torus")
     if sum(bool(x) for x in (kind_dims, fat_tree, dragonfly)) > 1:
         raise UserError("choose one network: --torus, --fat-tree or --dragonfly")
     if cores is not None:
         if cores < 1:
             raise UserError("--cores must be >= 1")
-        p = replace(p, cores=cores, node_kinds=[])
+        p = replace(p, cores=cores, node_kinds=[], name=f"{p.name}-cores-{cores}" if base else p.name)
     if kind_dims:
         dims = parse_dims(kind_dims)
         p = replace(p, kind="torus", dims=dims, fat_tree="", nodes=math.prod(dims),
-                    name=p.name if base else f"torus-{'x'.join(map(str, dims))}")
+                    name=f"{p.name}-torus-{'x'.join(map(str, dims))}" if base else f"torus-{'x'.join(map(str, dims))}")
         p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
     elif fat_tree:
         leaves = fat_tree_leaves(fat_tree)
         p = replace(p, kind="fat-tree", fat_tree=fat_tree, dims=(), dragonfly="", nodes=math.prod(leaves),
-                    name=p.name if base else "fat-tree-custom")
+                    name=f"{p.name}-fat-tree-custom" if base else "fat-tree-custom")
         p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
     elif dragonfly:
         from rankmap.profiler import validate
         with validate.prefixed(f"--dragonfly {dragonfly!r}"):
             (G, A, P), _ = dragonfly_shape(dragonfly)
         p = replace(p, kind="dragonfly", dragonfly=dragonfly, dims=(), fat_tree="", nodes=G * A * P,
-                    name=p.name if base else "dragonfly-custom")
+                    name=f"{p.name}-dragonfly-{dragonfly}" if base else "dragonfly-custom")
         if base is None:
             p.nic_bw = None           # SimGrid would cap every router too (see above)
         p.node_kinds = [k for k in p.node_kinds if k[1] < p.nodes]
