@@ -177,16 +177,27 @@ ROOT_SEEDS_MAX_BLOCKS = 4
 # bisections, exact in 0.01-0.2 s, and the split cut 6.9 % more with room on a torus)
 EXACT_SLACK_MIN_BLOCKS = 8
 EXACT_SLACK = 0.01
+# Units of work (partition.units_of_work): such a split gets two KaHIP candidates, one run with
+# that room and one without (kahip_candidates), each improved by the split's V-cycles where it
+# has them, the lowest cut kept as for every candidate. On the standard benchmark's rows of at
+# most 33 vertices per core (3 % imbalance leaves no room at all; bench/mapper_standard.py)
+# either run alone lost rows by up to 5 %, each where the other won: the room's repair cost
+# gen_mesh_n14_s1 at 4:8:16 a node-level cut of 2,702 where the exact split gives 2,536 (J 1.054
+# -> 1.003 of the best anchor, KaHIP multisection strong, which splits exactly), while on
+# gen_rgg_n_2_13_s1 the exact split alone cut 600 -> 642 (J +3.7 % on its exactly full rows);
+# keeping only the run of the lower repaired cut lost the latter too (its V-cycles did better
+# from the other run)
+UNITS_EXACT = True
 
 
 def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
-          preset: str | None = None, strong_seeds: int = 1) -> np.ndarray | None:
+          preset: str | None = None, strong_seeds: int = 1, exact: bool = False) -> np.ndarray | None:
     """KaHIP's kaffpa, blocks of equal capacity only (KaHIP has no per-block sizes): the
     imbalance is what the capacity leaves above ceil(n / k) (fast: FAST_SLACK more, the best
     of FAST_SEEDS runs; eco+slack: FULL_SLACK more, one run). Preset: the one plan() chose for this split, else fast (on the
     1k-rank tuning instances its final mappings cost the same as with eco, geometric mean
     0.9996, at 0.8x the mapping time). strong_seeds: runs of the strong preset (ROOT_SEEDS),
-    the lowest repaired cut kept."""
+    the lowest repaired cut kept. exact: no EXACT_SLACK on an exactly full split (kahip_candidates)."""
     try:
         import kahip as kh
     except ImportError:
@@ -205,7 +216,7 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
         _, part = kh.kaffpa(*args, float(imbalance + FULL_SLACK), True, int(seed) % (2 ** 31), mode)
         return np.asarray(part, dtype=np.int64)
     runs, slack = (FAST_SEEDS, FAST_SLACK) if preset == "fast" else (strong_seeds if preset == "strong" else 1, 0.0)
-    if preset != "fast" and imbalance < 1e-12 and k >= EXACT_SLACK_MIN_BLOCKS:
+    if preset != "fast" and imbalance < 1e-12 and k >= EXACT_SLACK_MIN_BLOCKS and not exact:
         slack = EXACT_SLACK
     if runs == 1:
         _, part = kh.kaffpa(*args, float(imbalance + slack), True, int(seed) % (2 ** 31), mode)
@@ -222,6 +233,20 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
         if best is None or cut < best[0]:
             best = (cut, part)
     return best[1]
+
+
+def kahip_candidates(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
+                     strong_seeds: int = 1, units: bool = False) -> list:
+    """kahip()'s split with the preset plan() chose, as a list of candidates; for units of work on a
+    split filled exactly into EXACT_SLACK_MIN_BLOCKS or more parts (eco, strong), kahip()'s run
+    with EXACT_SLACK of room and one without (UNITS_EXACT)."""
+    n, k = len(indptr) - 1, len(caps)
+    preset = _PRESET.get((n, len(col), tuple(caps)), "fast")
+    out = [kahip(indptr, col, w, caps, seed, strong_seeds=strong_seeds)]       # (it takes the preset from _PRESET)
+    if units and UNITS_EXACT and preset in ("eco", "strong") and k >= EXACT_SLACK_MIN_BLOCKS \
+            and len(set(caps)) == 1 and len(col) and caps[0] / -(-n // k) - 1 < 1e-12:
+        out.append(kahip(indptr, col, w, caps, seed, preset, strong_seeds, exact=True))
+    return out
 
 
 def _int_weights(w: np.ndarray, total_max: float, dtype=np.int64) -> np.ndarray:

@@ -396,3 +396,31 @@ def test_vcycles_into_many_blocks_go_without_flows():
     cut = lambda p: w[p[row] != p[col]].sum()                          # noqa: E731
     assert cut(better) < 0.9 * cut(start)
     assert np.array_equal(better, B.MtKaHyPar(row, col, w, n, caps, 3, preset="DETERMINISTIC").improve(start))
+
+
+
+def test_exactly_full_splits_of_units_of_work_get_both_kahip_runs(monkeypatch):
+    """A split into EXACT_SLACK_MIN_BLOCKS or more parts filled exactly: KaHIP's eco and strong
+    presets get EXACT_SLACK of room for ranks (one candidate); units of work get that run and
+    one without room (UNITS_EXACT), both candidates of the split."""
+    kh = pytest.importorskip("kahip")
+    n, indptr, e = _grid(32)
+    caps = [n // 8] * 8
+    asked = []
+    real = kh.kaffpa
+    monkeypatch.setattr(kh, "kaffpa", lambda *a: asked.append(a[5]) or real(*a))
+    key = (n, len(e), tuple(caps))
+    for units, rooms in ((False, [B.EXACT_SLACK]), (True, [B.EXACT_SLACK, 0.0])):
+        asked.clear()
+        B._PRESET[key] = "strong"
+        out = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=units)
+        assert asked == [pytest.approx(r) for r in rooms] and len(out) == len(rooms)
+        assert all(len(p) == n for p in out)
+    asked.clear()
+    B._PRESET[key] = "fast"                                   # fast: FAST_SEEDS runs, one candidate
+    assert len(B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=True)) == 1
+    monkeypatch.setattr(B, "UNITS_EXACT", False)
+    asked.clear()
+    B._PRESET[key] = "eco"
+    assert len(B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=True)) == 1
+    assert asked == [pytest.approx(B.EXACT_SLACK)]
