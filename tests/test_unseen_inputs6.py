@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import one_error_line, run_cli
+from conftest import one_error_line, run_cli, ti_trace
 
 
 def _ring(tmp_path, n=16):
@@ -128,24 +128,17 @@ def _platform(tmp_path):
     return plat
 
 
-def _trace(tmp_path, ranks: dict):
-    d = tmp_path / "tr"
-    (d / "tr.ti_files").mkdir(parents=True)
-    for r, text in ranks.items():
-        (d / "tr.ti_files" / f"17_rank-{r + 1}.txt").write_text(text)
-    (d / "tr.ti").write_text("".join(f"tr.ti_files/17_rank-{r + 1}.txt\n" for r in ranks))
-    return d / "tr.ti"
-
-
-RING = {r: f"{r} init\n{r} send {(r + 1) % 4} 0 100 2\n{r} recv {(r - 1) % 4} 0 100 2\n{r} finalize\n"
-        for r in range(4)}
+def _ring_actions(n=4, datatype=2):
+    """Each rank sends 100 elements right and receives from the left (SMPI trace actions)."""
+    return [[f"send {(r + 1) % n} 0 100 {datatype if r == 0 else 2}", f"recv {(r - 1) % n} 0 100 2"]
+            for r in range(n)]
 
 
 def test_replay_reads_hostfiles_as_evaluate_does(tmp_path):
     """replay kept each line's first word: `n0 junk` was a placement, and `n0 slots=2` one
     rank there and two for predict."""
     plat = _platform(tmp_path)
-    tr = _trace(tmp_path, RING)
+    tr = ti_trace(tmp_path, _ring_actions())
     junk = tmp_path / "junk"
     junk.write_text("n0 junk\nn1\nn2\nn3\n")
     one_error_line(run_cli("replay", tr, junk, "--platform", plat), "expected 'host', 'host:k' or 'host slots=N'")
@@ -158,9 +151,7 @@ def test_replay_refuses_a_trace_simgrid_cannot_replay(tmp_path):
     """A datatype id SimGrid does not define (a derived type's) is read as 1-byte elements by
     map, with a note; SimGrid's replay segfaulted on it after the other placements."""
     plat = _platform(tmp_path)
-    ranks = dict(RING)
-    ranks[0] = ranks[0].replace("0 send 1 0 100 2", "0 send 1 0 100 999")
-    tr = _trace(tmp_path, ranks)
+    tr = ti_trace(tmp_path, _ring_actions(datatype=999))
     conv = run_cli("convert", tr, tmp_path / "t.csv")
     assert conv.returncode == 0, conv.stderr
     assert "SimGrid cannot replay" in conv.stdout + conv.stderr
