@@ -73,7 +73,7 @@ ROOT_SHARE = 0.9
 # every split of MIN_VERTICES or more, strong from KAHIP_ECO_MIN_VERTICES (fast below), and
 # Mt-KaHyPar from scratch on the root split whatever its size: below 16,000 vertices eco KaHIP
 # and METIS alone left J 2-6 % above KaHIP's and SharedMap's strong multisections (set on
-# generated tune graphs of 2^13-2^14 vertices and 3elt, bench/mapper_standard.py; docs/mapper.md).
+# generated tune graphs of 2^13-2^14 vertices and 3elt, bench/mapper_standard.py; docs/mapper-history.md).
 # Strong on the splits below 2,000 vertices too lowered J by another 0.3 % at twice the time:
 # on a quiet machine slower than SharedMap strong on 9 of 3elt's 10 rows (5 with this rule)
 UNITS_SMALL_MAX_WORK = 250_000
@@ -132,7 +132,7 @@ SKEWED_MTKAHYPAR = True
 # split repaired to the capacities), Mt-KaHyPar from scratch, and V-cycles from the lowest cut
 # of those and METIS's. On the top three bisections of mesh/100k/torus/s1000,
 # amr/100k/torus/s0 and stencil7/100k/torus/s1000 that cut 0.69-1.00x what METIS and KaHIP
-# did (never more), in 0.8-3.1 s a split instead of 0.2-14.5 s (docs/mapper.md, Scale)
+# did (never more), in 0.8-3.1 s a split instead of 0.2-14.5 s (docs/mapper-history.md, Scale)
 FULL_SPLIT_MTKAHYPAR = True
 FULL_SLACK = 0.003
 # The root split of hierarchical's machine tree gets Mt-KaHyPar from scratch up to this

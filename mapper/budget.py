@@ -2,7 +2,7 @@
 and time (announced when it is long, with progress while it runs).
 
 The figures come from whole `rankmap map` runs at 10^6 ranks (bench/parallel_scale.py,
-docs/mapper.md): peak 1,380 MB for a 3-D stencil (5.9*10^6 nonzeros) and 1,908 MB for 8
+docs/mapper-history.md): peak 1,380 MB for a 3-D stencil (5.9*10^6 nonzeros) and 1,908 MB for 8
 random partners per rank (8*10^6), with or without --parallel (1,296 and 1,893 MB), i.e.
 about 210-220 bytes per nonzero plus the interpreter. Time (the whole command, 2026-11-28,
 bench/mapper_scaling.py's graphs on its tori): random traffic 8.5 s at 10^5 ranks and 96 s at

@@ -92,7 +92,7 @@ def effort(n: int, nslots: int, torus: bool = False) -> Effort:
     """Small machines get the thorough search (quality races are won there); large ones a
     single partitioning and a descent, to keep mapping time near linear in the traffic.
     More partitionings are the user's call (--tries): on the standard benchmark a second seed
-    lowers J by 0-4 % at twice the time (docs/mapper.md). torus: the machine's network is a
+    lowers J by 0-4 % at twice the time (docs/mapper-history.md). torus: the machine's network is a
     torus or mesh (TORUS_ILS_ROUNDS)."""
     if nslots <= TABU_SLOTS:
         return Effort(16, 0, int(min(20000, max(2000, 3e7 / nslots ** 2))), True)
