@@ -961,7 +961,11 @@ def from_spec(spec: dict | str, hosts: list[str], coords: dict | str | None = No
             t = SwitchTree(arities=t.arities, groups=t.groups, uplinks=uplinks, simgrid=spec["simgrid"])
             t.label = f"fat tree {'x'.join(map(str, ar))}{t._oversub_text()} (SimGrid {spec['simgrid']})"
             return t
-        return switch_tree(spec["shape"], n, spec.get("oversub"), positions=None if pos is None else pos[:, 0])
+        # a fat tree without :oversub= is not oversubscribed: as many links up as down at every
+        # level (one link per subtree, the plain tree of --switch-tree, was this spec's model:
+        # 8:1 at 4x8's leaves, so that declaring 2:1 made the network look faster)
+        over = spec.get("oversub") or ("1" if len(parse_dims(spec["shape"], "fat tree")) > 1 else None)
+        return switch_tree(spec["shape"], n, over, positions=None if pos is None else pos[:, 0])
     if kind == "dragonfly":
         G, A, P = parse_dims(spec["shape"], "dragonfly")
         if n > G * A * P:

@@ -35,9 +35,16 @@ def test_fat_tree_oversubscription_divides_the_uplinks():
     assert r["max_global_link_load"] == 10.0           # 20 B on the 2 uplinks of leaf 0
     assert r["max_link_load"] == 10.0                   # and each node's own link
     assert r["net_hop_bytes"] == 20 * 4                 # node-leaf-top-leaf-node
+    # without :oversub= a fat tree is not oversubscribed: 4 links up per leaf, 5 B each (it had
+    # one link per leaf, 20 B: declaring 2:1 made the network look faster)
     full = machine.build(hosts(16), ["core:1"], network="fat-tree:4x4")
+    assert full.network.describe() == "switch tree 4x4 (full bisection)"
     assert metrics.evaluate(traffic({(0, 4): 10, (1, 5): 10}, 16).bytes, full, np.arange(16))[
-        "max_global_link_load"] == 20.0                 # one (logical) link per leaf without fat-tree links
+        "max_global_link_load"] == 5.0
+    # --switch-tree is a plain tree of switches: one link up per switch
+    plain = machine.build(hosts(16), ["core:1"], switches="4x4")
+    assert metrics.evaluate(traffic({(0, 4): 10, (1, 5): 10}, 16).bytes, plain, np.arange(16))[
+        "max_global_link_load"] == 20.0
 
 
 def test_fat_tree_from_simgrid_parameters():
