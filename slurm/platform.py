@@ -167,6 +167,15 @@ def fat_tree_leaves(params: str) -> tuple[int, ...]:
         raise UserError(f"--fat-tree: {e}") from None
 
 
+def fat_tree_switches(params: str) -> int:
+    """How many switches SimGrid's fat tree "levels;down,...;up,...;count,..." has: level l
+    (leaves first) holds prod(down above l) x prod(up up to l)."""
+    parts = params.split(";")
+    down = [int(x) for x in parts[1].split(",")]
+    up = [int(x) for x in parts[2].split(",")]
+    return sum(math.prod(down[lv + 1:]) * math.prod(up[:lv + 1]) for lv in range(len(down)))
+
+
 def dragonfly_shape(text: str) -> tuple[tuple, int]:
     """--dragonfly GxAxP[:global=L] as ((G, A, P), L), checked against SimGrid's layout."""
     from rankmap.mapper.network import parse_spec
@@ -241,6 +250,12 @@ def check(p: Platform) -> None:
             raise UserError(f"{what} must be a positive number, not {v!r}")
     if p.nic_bw is not None and not (math.isfinite(p.nic_bw) and p.nic_bw > 0):
         raise UserError(f"NIC bandwidth must be positive (or 'none'), not {p.nic_bw!r}")
+    if p.kind == "fat-tree" and p.nic_bw is not None and fat_tree_switches(p.fat_tree) > p.nodes:
+        # SimGrid 3.32 names the switches' limiter links after ids that count down from 2N-1 and
+        # so meet the nodes' own (0..N-1): "Link ..._limiter declared several times", an abort
+        raise UserError(f"SimGrid cannot load the fat tree {p.fat_tree!r} with a NIC cap: its "
+                        f"{fat_tree_switches(p.fat_tree)} switches outnumber its {p.nodes} nodes, and SimGrid then "
+                        "gives two limiter links one name; use --nic-bw none, or fewer uplinks per switch")
     from rankmap.profiler import validate
     for what, v in (("link bandwidth", p.eff_link_bw), ("NIC bandwidth", p.eff_nic_bw)):
         # each speed is bounded, and so is what the scale makes of it (what SimGrid simulates)
