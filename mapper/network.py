@@ -272,6 +272,11 @@ class SwitchTree(Hierarchy):
     label: str = ""          # what describe() says ("" : the arities)
     names: list | None = None  # per level: group id -> the site's name for it (Slurm switches)
     simgrid: str = ""        # SimGrid's FAT_TREE parameters when the tree is one (exact routes: FatTreeRoutes)
+    # a tree whose leaf switches sit at different depths (Slurm's): the levels a node's path
+    # lacks repeat its leaf switch (from_paths); pad[i]: node i's such levels, virtual[l]:
+    # which groups of level l are such repeats (no link above them: hops and loads skip them)
+    pad: np.ndarray | None = None
+    virtual: list | None = None
 
     kind = "tree"
 
@@ -297,22 +302,40 @@ class SwitchTree(Hierarchy):
 
     def subset(self, nodes) -> "SwitchTree":
         from dataclasses import replace
-        return replace(self, groups=self.groups[np.asarray(nodes)])
+        nodes = np.asarray(nodes)
+        return replace(self, groups=self.groups[nodes], pad=None if self.pad is None else self.pad[nodes])
+
+    def uneven(self) -> bool:
+        """Leaf switches at different depths (some levels of some paths repeat a switch)."""
+        return self.pad is not None and bool(self.pad.any())
 
     def hops(self, na, nb) -> np.ndarray:
-        """Links on the route: up to the lowest common switch and down again."""
-        return (2 * (self.groups.shape[1] - self.first_diff(na, nb))).astype(np.int64)
+        """Links on the route: up to the lowest common switch and down again (a path's
+        repeated levels are no links)."""
+        fd = self.first_diff(na, nb)
+        h = 2 * (self.groups.shape[1] - fd)
+        if self.uneven():
+            below = self.groups.shape[1] - 1 - fd          # switch levels under the common one
+            h = h - np.minimum(self.pad[na], below) - np.minimum(self.pad[nb], below)
+        return np.asarray(h, dtype=np.int64)
 
     def _sizes(self) -> list[int]:
         return [int(self.groups[:, m].max()) + 1 for m in range(self.groups.shape[1])]
 
     def _capacity(self, m: int, size: int) -> np.ndarray:
         if self.uplinks is None:
-            return np.ones(size)
-        cap = np.asarray(self.uplinks[m], dtype=np.float64)
-        if cap.ndim == 0:
-            return np.full(size, float(cap))
-        return cap[:size] if len(cap) >= size else np.concatenate([cap, np.ones(size - len(cap))])
+            cap = np.ones(size)
+        else:
+            cap = np.asarray(self.uplinks[m], dtype=np.float64)
+            if cap.ndim == 0:
+                cap = np.full(size, float(cap))
+            else:
+                cap = cap[:size] if len(cap) >= size else np.concatenate([cap, np.ones(size - len(cap))])
+        if self.virtual is not None and m < len(self.virtual) and self.virtual[m].any():
+            cap = cap.copy()
+            v = self.virtual[m][:size]
+            cap[:len(v)][v] = np.inf                      # a repeated switch: no such link, no load
+        return cap
 
     def link_loads(self, na, nb, w, group: np.ndarray | None = None, ngroups: int = 1,
                    injection: bool = True, numpy_only: bool = False) -> np.ndarray:
@@ -390,19 +413,25 @@ class SwitchTree(Hierarchy):
         if missing:
             raise UserError(f"the network description places no switch above host {missing[0]}"
                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-        cols, names = [], []
+        cols, names, virtual = [], [], []
         for _, ids, uniq in cls._path_levels(hosts, paths):
             cols.append(ids)
             names.append([k[-1] for k in uniq])
+            # a group whose path repeats its last switch is a shorter path's padding
+            virtual.append(np.array([len(k) > 1 and k[-1] == k[-2] for k in uniq], dtype=bool))
         cols.append(np.arange(len(hosts), dtype=np.int64))
         names.append(list(hosts))
         groups = np.stack(cols, axis=1)
+        pad = np.zeros(len(hosts), dtype=np.int64)
+        for m, v in enumerate(virtual):
+            pad += v[groups[:, m]]
         arities = []
         for m in range(groups.shape[1]):
             parent = groups[:, m - 1] if m else np.zeros(len(hosts), np.int64)
             pairs = np.unique(np.stack([parent, groups[:, m]], axis=1), axis=0)
             arities.append(int(np.bincount(pairs[:, 0]).max()))
-        return cls(arities=tuple(arities), groups=groups, prefix=prefix, label=label, names=names)
+        return cls(arities=tuple(arities), groups=groups, prefix=prefix, label=label, names=names,
+                   pad=pad if pad.any() else None, virtual=virtual if pad.any() else None)
 
     @staticmethod
     def _path_levels(hosts: list[str], paths: dict) -> list:

@@ -41,7 +41,10 @@ class _MachineView(C.Structure):
 def viewable(machine: Machine) -> bool:
     """Whether the metrics' C passes read this machine: a torus or mesh, a switch tree (fat
     trees, Slurm's switches), a dragonfly, or one switch."""
-    return machine.network is None or isinstance(machine.network, (Torus, SwitchTree, Dragonfly))
+    net = machine.network
+    if isinstance(net, SwitchTree) and net.uneven():
+        return False            # their hops are per node, not per level (SwitchTree.pad)
+    return net is None or isinstance(net, (Torus, SwitchTree, Dragonfly))
 
 
 def _dragonfly(net) -> tuple:

@@ -104,6 +104,14 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
             if c not in sw:
                 raise UserError(f"{_at(where, {'__line__': s['line']} if s['line'] else {})}: switch {name} names "
                                 f"an undefined child switch {c}")
+    parent: dict = {}
+    for name, s in sw.items():                   # a tree: each switch under one switch
+        for c in s["children"]:
+            other = parent.setdefault(c, name)
+            if other != name:
+                raise UserError(f"{_at(where, {'__line__': s['line']} if s['line'] else {})}: switch {c} is listed "
+                                f"under switches {other} and {name}; in a tree each switch hangs under one (Slurm's "
+                                "topology/tree): list it in one of them")
 
     def settle(name, seen=()):
         s = sw[name]

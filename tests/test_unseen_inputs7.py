@@ -16,3 +16,41 @@ def test_platform_refuses_a_fat_tree_simgrid_cannot_load_with_a_nic_cap(tmp_path
     assert ok.returncode == 0, ok.stderr
     # the preset's fat tree (6 switches, 32 nodes) keeps its NIC cap
     assert run_cli("platform", "fat-tree", "--out", tmp_path / "r").returncode == 0
+
+
+def _slurm_map(tmp_path, conf: str, out: str):
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,2,1000\n2,0,1000\n1,3,500\n")
+    (tmp_path / f"{out}.conf").write_text(conf)
+    return run_cli("map", tmp_path / "t.csv", "--nodes", "n[1-4]", "--node-topology", "pack:1 core:1",
+                   "--network", f"slurm:{tmp_path / f'{out}.conf'}", "--algorithm", "block", "--out", tmp_path / out)
+
+
+def test_slurm_tree_with_leaves_at_different_depths_counts_only_real_links(tmp_path):
+    """n1, n2 under s1 under the top s0; n3, n4 under s3 under s2 under s0: n1 -> n3 is 5 links
+    (n1-s1-s0-s2-s3-n3). The shorter path's repeated level was counted as a link (6), and
+    carried a load of its own."""
+    import json
+
+    import numpy as np
+
+    from rankmap.mapper import metrics, spec
+    from rankmap.profiler.formats import read_traffic
+    conf = "SwitchName=s1 Nodes=n[1-2]\nSwitchName=s3 Nodes=n[3-4]\nSwitchName=s2 Switches=s3\nSwitchName=s0 Switches=s[1-2]\n"
+    res = _slurm_map(tmp_path, conf, "m")
+    assert res.returncode == 0, res.stderr
+    block = json.loads((tmp_path / "m" / "report.json").read_text())["metrics"]["block"]
+    assert block["net_hop_bytes"] == 2000 * 5 + 500 * 5 and block["dilation_max"] == 5
+    m = spec.build(spec.load(tmp_path / "m"))
+    t = read_traffic(tmp_path / "t.csv")
+    r = metrics.evaluate(t.bytes, m, np.arange(4))
+    ref = metrics.evaluate(t.bytes, m, np.arange(4), numpy_only=True)
+    assert r["net_hop_bytes"] == ref["net_hop_bytes"] == 12500
+    # every byte is on each link of its route once: the loads add up to the hop-bytes (a
+    # load on the repeated level's link made them 15,000)
+    assert metrics.link_loads(t.bytes, m, np.arange(4)).sum() == 12500
+    assert metrics.link_loads(t.bytes, m, np.arange(4), numpy_only=True).sum() == 12500
+
+
+def test_slurm_switch_under_two_switches_is_refused(tmp_path):
+    conf = "SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n[3-4]\nSwitchName=s0 Switches=s[1-2]\nSwitchName=s9 Switches=s1\n"
+    one_error_line(_slurm_map(tmp_path, conf, "m"), "switch s1 is listed under switches s0 and s9")
