@@ -271,7 +271,11 @@ def _cluster_xml(p: Platform, ideal: bool, speed: str | None = None) -> str:
         bw, lat = f"{p.eff_link_bw:g}GBps", f"{p.eff_link_lat:g}us"
         lbw, llat = f"{p.loopback_bw:g}GBps", f"{p.loopback_lat:g}us"
         nic = None if p.eff_nic_bw is None else f"{p.eff_nic_bw:g}GBps"
-    topo = (f'topology="TORUS" topo_parameters="{",".join(map(str, p.dims))}"' if p.kind == "torus"
+    # dimensions of one node have no links: SimGrid 3.32 declares the self-link of each such
+    # dimension under one name and aborts when there are two ("link_from_0_to_0_UP declared
+    # several times"); without them the node ids (first dimension fastest) are the same
+    dims = [d for d in p.dims if d > 1] or [1]
+    topo = (f'topology="TORUS" topo_parameters="{",".join(map(str, dims))}"' if p.kind == "torus"
             else f'topology="DRAGONFLY" topo_parameters="{simgrid_dragonfly(p.dragonfly)}"' if p.kind == "dragonfly"
             else f'topology="FAT_TREE" topo_parameters="{p.fat_tree}"')
     lim = f' limiter_link="{nic}"' if nic else ""

@@ -54,3 +54,22 @@ def test_slurm_tree_with_leaves_at_different_depths_counts_only_real_links(tmp_p
 def test_slurm_switch_under_two_switches_is_refused(tmp_path):
     conf = "SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n[3-4]\nSwitchName=s0 Switches=s[1-2]\nSwitchName=s9 Switches=s1\n"
     one_error_line(_slurm_map(tmp_path, conf, "m"), "switch s1 is listed under switches s0 and s9")
+
+
+def test_platform_torus_with_unit_dimensions_replays(tmp_path):
+    """SimGrid 3.32 declared the self-link of each size-1 dimension under one name and aborted
+    (4x1x1, 1x1x4): a 4x1x1 torus now replays as the ring of 4 it is."""
+    import json
+
+    from conftest import ti_trace
+    trace = ti_trace(tmp_path, [[f"isend {(r + 1) % 4} 0 200000 2", f"irecv {(r + 3) % 4} 0 200000 2", "waitall"]
+                                for r in range(4)])
+    (tmp_path / "hf").write_text("n0\nn1\nn2\nn3\n")
+    times = {}
+    for dims in ("4x1x1", "1x1x4", "4"):
+        res = run_cli("platform", "--torus", dims, "--cores", "4", "--out", tmp_path / dims)
+        assert res.returncode == 0, res.stderr
+        rep = run_cli("replay", trace, tmp_path / "hf", "--platform", tmp_path / dims, "--json")
+        assert rep.returncode == 0, rep.stderr
+        times[dims] = json.loads(rep.stdout)["hf"]["simulated_seconds"]
+    assert times["4x1x1"] == times["1x1x4"] == times["4"] > 0
