@@ -114,8 +114,10 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
         raise UserError(f"{what}: SimGrid detected a deadlock (every rank waits on another, e.g. blocking "
                         "receives posted before the sends): the trace cannot be replayed to its end")
     if res.returncode != 0 or not m:
-        lines = [ln for ln in res.stderr.strip().splitlines() if "[0.000000]" not in ln]
-        why = [ln for ln in lines if "CRITICAL" in ln or "ERROR" in ln][:2]     # the cause, above the backtrace
+        every = res.stderr.strip().splitlines()
+        lines = [ln for ln in every if "[0.000000]" not in ln]        # SimGrid's start-up chatter
+        # the cause, above the backtrace (a platform SimGrid refuses says why at time 0)
+        why = [ln for ln in every if "CRITICAL" in ln or "ERROR" in ln][:2]
         tail = "\n".join(why + [ln for ln in lines[-6:] if ln not in why])
         raise UserError(f"{what} failed (exit {res.returncode}):\n{tail}")
     return SimResult(seconds=float(m.group(1)), wall=wall, stdout=res.stdout, stderr=res.stderr, command=cmd)

@@ -73,3 +73,20 @@ def test_platform_torus_with_unit_dimensions_replays(tmp_path):
         assert rep.returncode == 0, rep.stderr
         times[dims] = json.loads(rep.stdout)["hf"]["simulated_seconds"]
     assert times["4x1x1"] == times["1x1x4"] == times["4"] > 0
+
+
+def test_replay_says_why_simgrid_refused_the_platform(tmp_path):
+    """A hand-edited platform (platform.sha256 deleted: used as it is) with a unit SimGrid does
+    not know: the error named only the backtrace's tail; SimGrid's own line at time 0 is kept."""
+    from conftest import ti_trace
+    trace = ti_trace(tmp_path, [["isend 1 0 2000 2", "irecv 1 0 2000 2", "waitall"],
+                                ["isend 0 0 2000 2", "irecv 0 0 2000 2", "waitall"]])
+    (tmp_path / "hf").write_text("n0\nn1\n")
+    p = tmp_path / "p"
+    assert run_cli("platform", "--torus", "4", "--cores", "4", "--out", p).returncode == 0
+    (p / "platform.sha256").unlink()
+    for f in ("platform.xml", "platform-nocompute.xml"):
+        (p / f).write_text((p / f).read_text().replace('bw="6GBps"', 'bw="6XBps"'))
+    res = run_cli("replay", trace, tmp_path / "hf", "--platform", p)
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert "unknown unit: XBps" in res.stderr, res.stderr
