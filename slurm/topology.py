@@ -175,9 +175,13 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
         if name in seen:
             raise UserError(f"{_at(where, r)}: block {name} is defined twice (first on line {seen[name]})")
         seen[name] = r.get("__line__")
-    base = [(r["blockname"], _expand(r["nodes"], _at(where, r))) for r in blocks if r.get("nodes")]
-    if not base:
-        raise UserError(f"{where}: the blocks have no Nodes=")
+    empty = next((r for r in blocks if not r.get("nodes")), None)
+    if empty is not None:
+        # Slurm refuses it too ("Block configuration (b2) lacks children"); dropping it paired
+        # the blocks around it as one aggregate
+        raise UserError(f"{_at(where, empty)}: block {empty['blockname']} has no Nodes= (Slurm refuses it too): give "
+                        "its nodes, or leave the line out")
+    base = [(r["blockname"], _expand(r["nodes"], _at(where, r))) for r in blocks]
     block_of: dict = {}
     for name, nodes in base:
         for h in nodes:
@@ -195,6 +199,17 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
         factors = sorted({s // sizes[0] for s in sizes})
     else:
         factors = [1, 2, 4, 8]                      # Slurm's default: 1, 2, 4 and 8 base blocks
+    # the base block's node count: BlockSizes' first, else the first block's; Slurm refuses a
+    # block with fewer (newer releases: with another count), and rankmap's aggregates of
+    # unequal blocks were ragged
+    want = sizes[0] if sizes_text else len(base[0][1])
+    odd = next(((name, nodes) for name, nodes in base if len(nodes) != want), None)
+    if odd is not None:
+        r = next(x for x in blocks if x["blockname"] == odd[0])
+        said = f"BlockSizes={sizes_text} makes a base block {want} node(s)" if sizes_text else \
+            f"block {base[0][0]} has {want}"
+        raise UserError(f"{_at(where, r)}: block {odd[0]} has {len(odd[1])} node(s) and {said}; topology/block's base "
+                        "blocks all have one number of nodes (Slurm refuses others too)")
     factors = [f for f in factors if f > 1 and f < 2 * len(base)]
     for i, (name, nodes) in enumerate(base):
         aggs = [f"{'+'.join(b[0] for b in base[(i // f) * f:(i // f + 1) * f])}" for f in reversed(factors)]

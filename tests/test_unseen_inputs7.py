@@ -3,6 +3,8 @@ kernels given what the developers never tried. Each test failed before its fix; 
 real (the CLI, SimGrid)."""
 from __future__ import annotations
 
+import pytest
+
 from conftest import one_error_line, run_cli
 
 
@@ -90,3 +92,18 @@ def test_replay_says_why_simgrid_refused_the_platform(tmp_path):
     res = run_cli("replay", trace, tmp_path / "hf", "--platform", p)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert "unknown unit: XBps" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("conf,fragment", [
+    ("BlockName=b1 Nodes=n[1-2]\nBlockName=b2\nBlockName=b3 Nodes=n[3-4]\nBlockSizes=2,4\n",
+     "block b2 has no Nodes="),
+    ("BlockName=b1 Nodes=n[1-3]\nBlockName=b2 Nodes=n[4-5]\nBlockSizes=3,6\n",
+     "block b2 has 2 node(s) and BlockSizes=3,6 makes a base block 3 node(s)"),
+])
+def test_slurm_block_files_slurm_refuses_are_refused(tmp_path, conf, fragment):
+    """An empty block was dropped (b1 and b3 became one aggregate) and blocks of unequal sizes
+    made ragged aggregates; Slurm's topology/block refuses both files."""
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,100\n")
+    (tmp_path / "b.conf").write_text(conf)
+    one_error_line(run_cli("map", tmp_path / "t.csv", "--nodes", "n[1-4]", "--node-topology", "pack:1 core:1",
+                           "--network", f"slurm:{tmp_path / 'b.conf'}", "--out", tmp_path / "m"), fragment)
