@@ -941,6 +941,12 @@ def parse_spec(text: str) -> dict:
     if kind == "dragonfly":
         if len(dims) != 3:
             raise UserError(f"--network {text!r}: dragonfly takes GROUPSxROUTERSxNODES (nodes per router)")
+        G, A, _ = dims
+        if G * A * A + G * G > validate.MAX_NET_POSITIONS:
+            # the link loads keep every router pair of a group and every pair of groups
+            raise UserError(f"--network {text!r}: {G} groups of {A} routers have {G * A * A + G * G} local and global "
+                            f"router-to-router entries (groups x routers^2 + groups^2); at most "
+                            f"{validate.MAX_NET_POSITIONS}")
         for k in ("global", "local"):
             if k in keys:
                 try:

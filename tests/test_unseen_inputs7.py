@@ -107,3 +107,12 @@ def test_slurm_block_files_slurm_refuses_are_refused(tmp_path, conf, fragment):
     (tmp_path / "b.conf").write_text(conf)
     one_error_line(run_cli("map", tmp_path / "t.csv", "--nodes", "n[1-4]", "--node-topology", "pack:1 core:1",
                            "--network", f"slurm:{tmp_path / 'b.conf'}", "--out", tmp_path / "m"), fragment)
+
+
+def test_dragonfly_whose_router_pairs_outgrow_memory_is_refused_up_front(tmp_path):
+    """2048 groups of 2048 routers: within 2^22 positions, but its link arrays (groups x
+    routers^2 + groups^2 entries) asked numpy for ~69 GB, an out-of-memory error late."""
+    (tmp_path / "t.csv").write_text("src,dst,bytes\n0,1,100\n1,2,100\n2,3,100\n")
+    one_error_line(run_cli("map", tmp_path / "t.csv", "--nodes", "n[0-3]", "--node-topology", "pack:1 core:1",
+                           "--network", "dragonfly:2048x2048x1", "--out", tmp_path / "m"),
+                   "local and global router-to-router entries")
