@@ -480,7 +480,7 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
     topos = parse_topologies(topo_specs, hosts)
     if sum(bool(x) for x in (torus, mesh, switches, network)) > 1:
         raise UserError("choose one network: --network, --torus, --mesh or --switch-tree")
-    if coords and not (torus or mesh or network):
+    if coords and not (torus or mesh or network or (switches and isinstance(coords, dict))):
         raise UserError("--coords needs --torus or --mesh")
     spec_net = network
     network = None
@@ -490,7 +490,13 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
         network = _naming("--torus" if torus else "--mesh", torus or mesh,
                           lambda: torus_from(torus or mesh, hosts, coords, mesh=bool(mesh)))
     elif switches:
-        network = _naming("--switch-tree", switches, lambda: switch_tree(switches, len(hosts)))
+        # (coords: each node's place in the tree, as machine.json keeps a reduced machine's nodes)
+        pos = None
+        if coords:
+            if any(h not in coords for h in hosts):
+                raise UserError(f"no switch-tree position for host {next(h for h in hosts if h not in coords)}")
+            pos = np.array([coords[h] for h in hosts], dtype=np.int64).reshape(len(hosts), -1)[:, 0]
+        network = _naming("--switch-tree", switches, lambda: switch_tree(switches, len(hosts), positions=pos))
     oversubscribe = validate.integer(oversubscribe, "--oversubscribe", "ranks per core", 1,
                                      validate.MAX_OVERSUBSCRIBE, float_form=False)
 

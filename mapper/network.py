@@ -315,7 +315,7 @@ class SwitchTree(Hierarchy):
         fd = self.first_diff(na, nb)
         h = 2 * (self.groups.shape[1] - fd)
         if self.uneven():
-            below = self.groups.shape[1] - 1 - fd          # switch levels under the common one
+            below = np.maximum(self.groups.shape[1] - 1 - fd, 0)    # switch levels under the common one
             h = h - np.minimum(self.pad[na], below) - np.minimum(self.pad[nb], below)
         return np.asarray(h, dtype=np.int64)
 

@@ -135,9 +135,9 @@ def frozen(spec: dict, m, compact: bool = False) -> dict:
                    and np.array_equal(m.network.pos(m.network.coords), np.arange(len(m.hosts))))
         out["coords"] = None if default else {h: [int(x) for x in c] for h, c in zip(m.hosts, m.network.coords)}
     elif (pos := positions(m.network)) is not None:
-        out["coords"] = {h: [int(x) for x in c] for h, c in zip(m.hosts, pos)}   # places in a tree or dragonfly
-        if out.get("switch_tree") and not out.get("network"):
-            out["network"], out["switch_tree"] = f"fat-tree:{out['switch_tree']}", None
+        # places in a tree or dragonfly (a --switch-tree stays one: a plain tree, one link up
+        # per switch, not the full-bisection fat tree of fat-tree:AxB)
+        out["coords"] = {h: [int(x) for x in c] for h, c in zip(m.hosts, pos)}
     by_spec = {}
     for h, t in zip(m.hosts, m.topos):
         by_spec.setdefault(t.spec, []).append(h)

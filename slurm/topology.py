@@ -66,6 +66,9 @@ def _expand(hostlist: str, where: str) -> list[str]:
         raise UserError(f"{where}: {e}") from None
 
 
+MAX_LEVELS = 64      # switch levels above a node (real trees have 2-4)
+
+
 def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
     """Each host's switches, top first. A switch's nodes are its own and those of the
     switches below it; its level is Slurm's (scontrol) or one above its highest child."""
@@ -142,6 +145,9 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
         for h in sw[name]["nodes"]:
             paths.setdefault(h, []).append(name)
     levels = max((len(p) for p in paths.values()), default=0)
+    if levels > MAX_LEVELS:
+        # (the hop tables are 8-bit: past 127 levels two nodes under one leaf read 514 links apart)
+        raise UserError(f"{where}: {levels} levels of switches above a node; rankmap reads at most {MAX_LEVELS}")
     leaves = sum(1 for s in sw.values() if not s["children"])
     return paths, f"{len(sw)} switch(es) on {levels} level(s), {leaves} leaf switch(es)"
 

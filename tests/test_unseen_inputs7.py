@@ -51,6 +51,13 @@ def test_slurm_tree_with_leaves_at_different_depths_counts_only_real_links(tmp_p
     # load on the repeated level's link made them 15,000)
     assert metrics.link_loads(t.bytes, m, np.arange(4)).sum() == 12500
     assert metrics.link_loads(t.bytes, m, np.arange(4), numpy_only=True).sum() == 12500
+    # ranks 0 and 1 on one node (n1): no link at all (the repeated level read -1 below the
+    # common level and made a node 2 links from itself)
+    same = np.array([0, 0, 2, 3])
+    for numpy_only in (False, True):
+        r = metrics.evaluate(t.bytes, m, same, numpy_only=numpy_only)
+        assert r["net_hop_bytes"] == 2000 * 5 + 500 * 5 - 0 and r["dilation_max"] == 5
+    assert m.node_hops(np.array([0, 3]), np.array([0, 3])).tolist() == [0, 0]
 
 
 def test_slurm_switch_under_two_switches_is_refused(tmp_path):
@@ -116,3 +123,31 @@ def test_dragonfly_whose_router_pairs_outgrow_memory_is_refused_up_front(tmp_pat
     one_error_line(run_cli("map", tmp_path / "t.csv", "--nodes", "n[0-3]", "--node-topology", "pack:1 core:1",
                            "--network", "dragonfly:2048x2048x1", "--out", tmp_path / "m"),
                    "local and global router-to-router entries")
+
+
+def test_slurm_tree_deeper_than_rankmap_reads_is_refused(tmp_path):
+    """128 levels wrapped the 8-bit hop tables (two nodes under one leaf read 514 links apart);
+    1,200 ended in an internal RecursionError."""
+    conf = "SwitchName=c0 Nodes=n[1-2]\nSwitchName=d0 Nodes=n[3-4]\n" + "".join(
+        f"SwitchName=c{i + 1} Switches=c{i}\n" for i in range(70)) + "SwitchName=top Switches=c70,d0\n"
+    one_error_line(_slurm_map(tmp_path, conf, "m"), "levels of switches above a node; rankmap reads at most 64")
+
+
+def test_switch_tree_mapping_is_read_back_as_the_same_network(tmp_path):
+    """machine.json froze --switch-tree 4x8 as fat-tree:4x8, which now means full bisection:
+    evaluate and predict of the mapping saw another network than map (busiest link 6.2e6
+    against report.json's 2.3e7)."""
+    import json
+    t = tmp_path / "t.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 9) % 32},{1000 * (i + 1)}\n" for i in range(32)))
+    m = tmp_path / "m"
+    res = run_cli("map", t, "--nodes", "n[0-31]", "--node-topology", "pack:1 core:1", "--switch-tree", "4x8",
+                  "--algorithm", "block", "--out", m)
+    assert res.returncode == 0, res.stderr
+    mapped = json.loads((m / "report.json").read_text())["metrics"]["block"]
+    ev = run_cli("evaluate", t, m, "--json")
+    assert ev.returncode == 0, ev.stderr
+    again = json.loads(ev.stdout)["metrics"]
+    for row in (again["m"], again["block"]):        # the mapping (block order) and evaluate's block
+        assert row["max_link_load"] == mapped["max_link_load"] > 0
+        assert row["max_global_link_load"] == mapped["max_global_link_load"]
