@@ -188,16 +188,34 @@ EXACT_SLACK = 0.01
 # keeping only the run of the lower repaired cut lost the latter too (its V-cycles did better
 # from the other run)
 UNITS_EXACT = True
+# Units of work: a split whose equal capacities leave KaHIP less than UNITS_TIGHT_MAX of room
+# (a part's share of the slack that the split above it took: a root bisection that fills one
+# node to its last slots) and that gets V-cycles (a top split, backends.plan) gets a second
+# KaHIP run given UNITS_TIGHT_ROOM of room, repaired and V-cycled as every candidate, the
+# lowest cut kept. Strong KaHIP with almost no room cuts far more: rgg_n_2_16_s0 at 4:16:2, its
+# root bisection fills one node to 33,673 of 33,728 slots, and that node's split into 16 sockets
+# (0.14 % of room) cut 2,251 after V-cycles; given 1 / 2 / 3 / 5 % of room, then repaired and
+# V-cycled, 1,774 / 1,761 / 1,568 / 1,594 (3 %: 1,598 and 1,656 at two other seeds, 2 %: 1,693
+# and 1,776). Splits filled exactly into EXACT_SLACK_MIN_BLOCKS or more parts keep their two
+# runs (UNITS_EXACT) without this one: a third run there changed no J on the 14 exactly full
+# rows above the best anchor, for +13-48 % CPU. Standard benchmark's tune rows
+# (bench/mapper_standard.py), side by side: rgg_n_2_16_s0 4:16:2 J 1.035 -> 0.992 of the best
+# anchor, 4:8:2 1.009 -> 0.988, 4:8:4 1.001 -> 0.989; 32 tune rows: 25 -> 22 above it, no J higher,
+# CPU +12 % (+10-31 % where it runs). Held out: delaunay_n16 4:8:4 1.0045 -> 0.995
+UNITS_TIGHT_ROOM = 0.03
+UNITS_TIGHT_MAX = 0.01
 
 
 def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
-          preset: str | None = None, strong_seeds: int = 1, exact: bool = False) -> np.ndarray | None:
+          preset: str | None = None, strong_seeds: int = 1, exact: bool = False,
+          room: float = 0.0) -> np.ndarray | None:
     """KaHIP's kaffpa, blocks of equal capacity only (KaHIP has no per-block sizes): the
     imbalance is what the capacity leaves above ceil(n / k) (fast: FAST_SLACK more, the best
     of FAST_SEEDS runs; eco+slack: FULL_SLACK more, one run). Preset: the one plan() chose for this split, else fast (on the
     1k-rank tuning instances its final mappings cost the same as with eco, geometric mean
     0.9996, at 0.8x the mapping time). strong_seeds: runs of the strong preset (ROOT_SEEDS),
-    the lowest repaired cut kept. exact: no EXACT_SLACK on an exactly full split (kahip_candidates)."""
+    the lowest repaired cut kept. exact: no EXACT_SLACK on an exactly full split (kahip_candidates).
+    room: eco / strong get at least this much imbalance (UNITS_TIGHT_ROOM); the caller repairs."""
     try:
         import kahip as kh
     except ImportError:
@@ -218,6 +236,8 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
     runs, slack = (FAST_SEEDS, FAST_SLACK) if preset == "fast" else (strong_seeds if preset == "strong" else 1, 0.0)
     if preset != "fast" and imbalance < 1e-12 and k >= EXACT_SLACK_MIN_BLOCKS and not exact:
         slack = EXACT_SLACK
+    if preset != "fast" and room > imbalance + slack:
+        slack = room - imbalance
     if runs == 1:
         _, part = kh.kaffpa(*args, float(imbalance + slack), True, int(seed) % (2 ** 31), mode)
         return np.asarray(part, dtype=np.int64)
@@ -236,16 +256,22 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
 
 
 def kahip_candidates(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
-                     strong_seeds: int = 1, units: bool = False) -> list:
+                     strong_seeds: int = 1, units: bool = False, vcycles: bool = False) -> list:
     """kahip()'s split with the preset plan() chose, as a list of candidates; for units of work on a
     split filled exactly into EXACT_SLACK_MIN_BLOCKS or more parts (eco, strong), kahip()'s run
-    with EXACT_SLACK of room and one without (UNITS_EXACT)."""
+    with EXACT_SLACK of room and one without (UNITS_EXACT); for units of work on another split
+    that leaves less than UNITS_TIGHT_MAX of room and gets V-cycles (vcycles), kahip()'s run and
+    one given UNITS_TIGHT_ROOM."""
     n, k = len(indptr) - 1, len(caps)
     preset = _PRESET.get((n, len(col), tuple(caps)), "fast")
     out = [kahip(indptr, col, w, caps, seed, strong_seeds=strong_seeds)]       # (it takes the preset from _PRESET)
-    if units and UNITS_EXACT and preset in ("eco", "strong") and k >= EXACT_SLACK_MIN_BLOCKS \
-            and len(set(caps)) == 1 and len(col) and caps[0] / -(-n // k) - 1 < 1e-12:
+    if not (units and preset in ("eco", "strong") and len(set(caps)) == 1 and len(col)):
+        return out
+    imbalance = caps[0] / -(-n // k) - 1
+    if UNITS_EXACT and k >= EXACT_SLACK_MIN_BLOCKS and imbalance < 1e-12:
         out.append(kahip(indptr, col, w, caps, seed, preset, strong_seeds, exact=True))
+    elif vcycles and UNITS_TIGHT_ROOM > 0 and imbalance < UNITS_TIGHT_MAX:
+        out.append(kahip(indptr, col, w, caps, seed, preset, strong_seeds, room=UNITS_TIGHT_ROOM))
     return out
 
 

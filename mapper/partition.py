@@ -210,7 +210,8 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     if "kahip" in how and not late(KAHIP_SECONDS_PER_UNIT):
         root = units and k <= backends.ROOT_SEEDS_MAX_BLOCKS and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE
         cands.extend(backends.kahip_candidates(sub.indptr, sub.col, sub.w, caps, seed,
-                                               strong_seeds=backends.ROOT_SEEDS if root else 1, units=units))
+                                               strong_seeds=backends.ROOT_SEEDS if root else 1, units=units,
+                                               vcycles="vcycles" in how))
     if "mtkahypar" in how or "vcycles" in how:
         once = sub.row < sub.col
         mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed,

@@ -424,3 +424,34 @@ def test_exactly_full_splits_of_units_of_work_get_both_kahip_runs(monkeypatch):
     B._PRESET[key] = "eco"
     assert len(B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=True)) == 1
     assert asked == [pytest.approx(B.EXACT_SLACK)]
+
+
+def test_tight_splits_of_units_of_work_with_vcycles_get_a_kahip_run_with_room(monkeypatch):
+    """A split of units of work whose equal capacities leave less than UNITS_TIGHT_MAX of room and
+    that gets V-cycles: KaHIP's run as planned and one given UNITS_TIGHT_ROOM, both candidates.
+    Not for ranks, not without V-cycles, not where the capacities leave room, and exactly full
+    splits into EXACT_SLACK_MIN_BLOCKS+ parts keep their two runs (UNITS_EXACT) only."""
+    kh = pytest.importorskip("kahip")
+    from rankmap.mapper.partition import _Sub, repair
+    n, indptr, e = _grid(32)
+    asked = []
+    real = kh.kaffpa
+    monkeypatch.setattr(kh, "kaffpa", lambda *a: asked.append(a[5]) or real(*a))
+    tight = [n // 8 + 1] * 8                                  # 0.8 % of room
+    imb = tight[0] / (n // 8) - 1
+    assert imb < B.UNITS_TIGHT_MAX
+    sub = _Sub((indptr, e[:, 1].copy(), np.ones(len(e))), np.arange(n), np.full(n, -1, dtype=np.int64))
+    for caps, units, vcycles, rooms in ((tight, True, True, [imb, B.UNITS_TIGHT_ROOM]), (tight, False, True, [imb]),
+                                        (tight, True, False, [imb]), ([n // 8 + 8] * 8, True, True, [8 / (n // 8)]),
+                                        ([n // 8] * 8, True, True, [B.EXACT_SLACK, 0.0])):
+        asked.clear()
+        B._PRESET[(n, len(e), tuple(caps))] = "strong"
+        out = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=units, vcycles=vcycles)
+        assert asked == [pytest.approx(r) for r in rooms] and len(out) == len(rooms)
+        assert all(np.bincount(repair(sub, p, caps), minlength=8).max() <= caps[0] for p in out)
+    # deterministic: the same seed gives the same candidates
+    B._PRESET[(n, len(e), tuple(tight))] = "strong"
+    a = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), tight, 0, units=True, vcycles=True)
+    B._PRESET[(n, len(e), tuple(tight))] = "strong"
+    b = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), tight, 0, units=True, vcycles=True)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
