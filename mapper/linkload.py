@@ -42,7 +42,8 @@ def _node_traffic(M: sp.spmatrix, machine: Machine, slot: np.ndarray) -> np.ndar
     return Q
 
 
-def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float = 0.02) -> tuple[np.ndarray, dict]:
+def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float = 0.02,
+            deadline: float | None = None) -> tuple[np.ndarray, dict]:
     net = machine.network
     cap = MAX_NODES if isinstance(net, Torus) else MAX_NODES_TREE
     if net is None or not hasattr(net, "crosses") or not 3 <= machine.nnodes <= cap:
@@ -102,6 +103,8 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
         return dl, dh
 
     for _ in range(MAX_ROUNDS):
+        if deadline is not None and time.monotonic() > deadline:
+            break                          # --time-limit: the swaps made so far stand
         hot = int(np.flatnonzero(net_links)[int(np.argmax(loads))])
         through = net.crosses(pos[g_all], pos[h_all], hot)
         # the groups that put the most bytes on the busiest link are the ones worth moving

@@ -223,6 +223,12 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
     placed = baselines.from_placement(traffic.placement, machine)
     if placed is not None:
         defaults["input"] = placed
+    elif traffic.placement and {h for h, _ in traffic.placement} <= set(machine.hosts):
+        # on these hosts, but not on these slots (--fill spread, --ranks-per-node): the report
+        # still scores it, so say why it was no candidate
+        notes.append("the profiled run's own placement uses other slots of these nodes than the mapping may "
+                     "(--fill spread, --ranks-per-node, or more ranks on a node than its slots here): it is not "
+                     "a candidate")
     default_costs = {k: prob.cost(v) for k, v in defaults.items()}
 
     # Starts: the algorithm's own mappings (several seeds: on small machines the basin a start
@@ -342,7 +348,7 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
     if search and algorithm in ("metis", "scotch", "greedy"):
         from rankmap.mapper.linkload import balance
         offdiag = traffic.offdiag()
-        s, info = balance(offdiag, machine, best[2])
+        s, info = balance(offdiag, machine, best[2], deadline=deadline if time_limit is not None else None)
         if info:
             c = prob.cost(s)
             notes.append(f"link balancing: busiest link {info['max_link_load_before']:.4g} -> "
