@@ -46,6 +46,18 @@ def _write_grf(path: Path, W, perm: np.ndarray) -> None:
             f.write(f"{b - a} {pairs}\n")
 
 
+def _int_costs(costs) -> np.ndarray:
+    """The level costs as Scotch takes them, positive integers in the same proportions: the
+    least positive cost becomes 1,000 and a zero cost 1 (Scotch's archLoad refused 0, 0.5 and
+    '1e+12'), at most 2^30 (its 32-bit numbers)."""
+    c = np.asarray(costs, dtype=np.float64)
+    pos = c[c > 0]
+    if not len(pos):
+        return np.ones(len(c), dtype=np.int64)
+    scale = min(1000.0 / float(pos.min()), float(1 << 30) / float(pos.max()))
+    return np.maximum(1, np.rint(c * scale)).astype(np.int64)
+
+
 def _tleaf(machine: Machine) -> str | None:
     if machine.network is not None or len({t.spec for t in machine.topos}) != 1:
         return None
@@ -68,8 +80,9 @@ def _tleaf(machine: Machine) -> str | None:
         return None
     # a level of one child (nodes of one package) is no level to Scotch (its archLoad refuses
     # a tleaf arity of 1: 'cannot load architecture data'); two slots never part there
-    kept = [(a, c) for a, c in zip(arities, machine.level_costs) if a > 1] or [(1, machine.level_costs[-1])]
-    parts = " ".join(f"{a} {c:g}" for a, c in kept)
+    costs = _int_costs(machine.level_costs)
+    kept = [(a, c) for a, c in zip(arities, costs) if a > 1] or [(1, costs[-1])]
+    parts = " ".join(f"{a} {int(c)}" for a, c in kept)
     return f"tleaf {len(kept)} {parts}\n"
 
 
@@ -81,7 +94,7 @@ def _deco(machine: Machine, work: Path) -> Path:
                         f"({machine.nslots} given); use --algorithm metis")
     edges = {}
     L = machine.lvl.shape[1]
-    costs = machine.level_costs
+    costs = _int_costs(machine.level_costs)
 
     def link(a, b, w):
         if a != b:

@@ -46,3 +46,17 @@ def test_link_balancing_stops_at_the_deadline():
     s, info = linkload.balance(M, m, slot, deadline=time.monotonic() - 1)
     assert info == {} and np.array_equal(s, slot)
     assert time.monotonic() - t0 < 5
+
+
+def test_scotch_takes_any_valid_level_costs(tmp_path):
+    """--algorithm scotch failed ('archLoad: cannot load architecture data') on a zero cost
+    (also the NUMA level's 0 rankmap inserts for three costs), a cost below 1 and 1e12
+    (written '1e+12'): Scotch gets integers in the same proportions."""
+    from conftest import run_cli
+    t = tmp_path / "r4.csv"
+    t.write_text("src,dst,bytes\n0,1,10\n1,2,10\n2,3,10\n3,0,10\n")
+    for topo, costs in (("pack:1 numa:2 core:2", "500,50,5"), ("pack:2 core:2", "1000,100,0"),
+                        ("pack:2 core:2", "1000,100,0.5"), ("pack:2 core:2", "1e12,100,10")):
+        res = run_cli("map", t, "--nodes", "n[1-2]", "--node-topology", topo, "--level-costs", costs,
+                      "--algorithm", "scotch", "--out", tmp_path / f"m{costs}")
+        assert res.returncode == 0, (topo, costs, res.stderr)
