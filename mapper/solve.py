@@ -272,7 +272,7 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
             notes.append("the traffic is a process grid on a torus: its bricks were the start, without bisections")
     starts = []
     for t in range(nstarts):
-        if t and time.monotonic() > deadline:       # --time-limit: no further partitioning
+        if t and time.monotonic() > part_deadline:  # --time-limit: no further partitioning past its share
             timed_out = True
             break
         starts.append(make(t))
@@ -291,7 +291,8 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
         # only for the final choice by the network model: without it, on the 37 tune instances
         # of 1k ranks the bottom-up start never changed the mapping and cost 32 % more CPU
         # (docs/real-apps.md, "Starts of other kinds")
-        raw = other_starts(graph, machine, seed) if predictor is not None and not quick else {}
+        raw = other_starts(graph, machine, seed) if predictor is not None and not quick \
+            and time.monotonic() < deadline else {}             # (--time-limit: not past it)
         starts += [(k, v.copy(), seed) for k, v in raw.items()]
     if search:
         # the default orders refined are candidates too: structured codes often start close to them
@@ -349,6 +350,7 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
         from rankmap.mapper.linkload import balance
         offdiag = traffic.offdiag()
         s, info = balance(offdiag, machine, best[2], deadline=deadline if time_limit is not None else None)
+        timed_out |= time_limit is not None and time.monotonic() > deadline
         if info:
             c = prob.cost(s)
             notes.append(f"link balancing: busiest link {info['max_link_load_before']:.4g} -> "
