@@ -122,8 +122,11 @@ def check_fits(n: int, machine: Machine, traffic: Traffic | None = None) -> None
                     f"or leave it out") + hint
         if machine.hosts_from:
             hint += f"; these are {machine.hosts_from}: --nodes names others"
+        over = int((machine.spec or {}).get("oversubscribe") or 1)
+        more = (f"or raise --oversubscribe {over} (ranks on each core)" if over > 1 else
+                "or use --oversubscribe N to put N ranks on each core")
         raise UserError(f"{n} ranks but only {machine.nslots} slots on {machine.nnodes} node(s); add nodes, "
-                        f"or use --oversubscribe N to put N ranks on each core{hint}")
+                        f"{more}{hint}")
 
 
 def solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: int = 0, tries: int | None = None,

@@ -60,3 +60,12 @@ def test_scotch_takes_any_valid_level_costs(tmp_path):
         res = run_cli("map", t, "--nodes", "n[1-2]", "--node-topology", topo, "--level-costs", costs,
                       "--algorithm", "scotch", "--out", tmp_path / f"m{costs}")
         assert res.returncode == 0, (topo, costs, res.stderr)
+
+
+def test_too_few_slots_with_oversubscribe_given_asks_to_raise_it(tmp_path):
+    """The hint said 'use --oversubscribe N' to a user who had given --oversubscribe 2."""
+    from conftest import one_error_line, run_cli
+    t = tmp_path / "ring.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 40},10\n" for i in range(40)))
+    one_error_line(run_cli("map", t, "--nodes", "n[1-2]", "--node-topology", "pack:1 core:4", "--oversubscribe", "2",
+                           "--out", tmp_path / "m"), "or raise --oversubscribe 2")
