@@ -50,12 +50,13 @@ def _write_grf(path: Path, W, perm: np.ndarray) -> None:
 def _int_costs(costs) -> np.ndarray:
     """The level costs as Scotch takes them, positive integers in the same proportions: the
     least positive cost becomes 1,000 and a zero cost 1 (Scotch's archLoad refused 0, 0.5 and
-    '1e+12'), at most 2^30 (its 32-bit numbers)."""
+    '1e+12'), at most 2^24 (a decomposition target's path lengths, sums of them, stay within
+    its 32-bit numbers)."""
     c = np.asarray(costs, dtype=np.float64)
     pos = c[c > 0]
     if not len(pos):
         return np.ones(len(c), dtype=np.int64)
-    scale = min(1000.0 / float(pos.min()), float(1 << 30) / float(pos.max()))
+    scale = min(1000.0 / float(pos.min()), float(1 << 24) / float(pos.max()))
     return np.maximum(1, np.rint(c * scale)).astype(np.int64)
 
 
