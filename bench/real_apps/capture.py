@@ -158,6 +158,9 @@ def run_case(case, exe: Path, rundir: Path, platform: tuple, compute: str, timeo
     hf = smpi.write_hostfile(plat.block_allocation(p, case.ranks), rundir / "hostfile")
     trace = rundir / "trace" / "trace.ti"
     t0 = time.monotonic()
+    # compute bursts are timed in wall-clock time: a loaded machine lengthens them, so the
+    # load is kept beside the trace (a table can then say what its comm shares mean)
+    load_before = os.getloadavg()
     say(f"  capture {case.name}: {case.ranks} ranks under SMPI ({case.what})", flush=True)
     # the timeout is ours (_deadline), not subprocess.run's: that one kills smpirun and leaves
     # smpimain, every rank of the program, running
@@ -179,7 +182,10 @@ def run_case(case, exe: Path, rundir: Path, platform: tuple, compute: str, timeo
             "wall_seconds": round(time.monotonic() - t0, 1), "trace_bytes": size,
             "capture_platform": "a crossbar of 4,096 one-core hosts (traffic only)" if "capture" in pdir.name
             else plat.describe(p), "command": [os.path.basename(res.command[0]), *res.command[1:]],
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"),
+            "load_average": {"before": [round(x, 2) for x in load_before],
+                             "after": [round(x, 2) for x in os.getloadavg()],
+                             "cores": os.cpu_count()}}
     done.write_text(json.dumps(info, indent=2) + "\n")
     say(f"    done in {info['wall_seconds']:.0f} s, trace {size / 1e6:.0f} MB", flush=True)
     return info
