@@ -118,8 +118,8 @@ def check_fits(n: int, machine: Machine, traffic: Traffic | None = None) -> None
         cores = sum(t.cores for t in machine.topos)
         rpn = (machine.spec or {}).get("ranks_per_node")
         if rpn and machine.nslots < cores * max(1, int((machine.spec or {}).get("oversubscribe") or 1)):
-            hint = (f"; --ranks-per-node {rpn} uses {rpn} of each node's cores ({cores} cores in all): raise it "
-                    f"or leave it out") + hint
+            hint = (f"; --ranks-per-node {rpn} uses {rpn} of each node's cores ({machine.nslots} of the {cores} "
+                    f"cores): raise it or leave it out") + hint
         if machine.hosts_from:
             hint += f"; these are {machine.hosts_from}: --nodes names others"
         over = int((machine.spec or {}).get("oversubscribe") or 1)

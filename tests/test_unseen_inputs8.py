@@ -69,3 +69,35 @@ def test_too_few_slots_with_oversubscribe_given_asks_to_raise_it(tmp_path):
     t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 40},10\n" for i in range(40)))
     one_error_line(run_cli("map", t, "--nodes", "n[1-2]", "--node-topology", "pack:1 core:4", "--oversubscribe", "2",
                            "--out", tmp_path / "m"), "or raise --oversubscribe 2")
+
+
+def test_ranks_per_node_refusal_counts_the_slots_it_leaves(tmp_path):
+    """With --ranks-per-node 3 on 6 nodes of 8 cores the refusal said '(48 cores in all)', the
+    cores without the option; 18 of them are slots."""
+    from conftest import one_error_line, run_cli
+    t = tmp_path / "ring.csv"
+    t.write_text("src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 20},10\n" for i in range(20)))
+    one_error_line(run_cli("map", t, "--nodes", "n[1-6]", "--node-topology", "pack:1 core:8", "--ranks-per-node", "3",
+                           "--out", tmp_path / "m"), "(18 of the 48 cores)")
+
+
+def test_a_tiny_group_of_random_traffic_is_no_process_grid():
+    """22 ranks of random traffic in 3 groups (seed 13 of the round, its matrix) were 'a 2 x 5 x 3
+    process grid': on so small a grid 81 % of the pairs are neighbours and 95.7 % of the bytes
+    between them proves nothing. Small true grids keep their shape (test_cartesian.py)."""
+    from rankmap.mapper import cartesian
+    text = ("0,13,79 0,20,3592138604303 1,12,556388746 1,16,33645330241 2,13,368637913522267 2,21,119014654250 "
+            "3,1,2736386 3,5,647175199645 3,6,1593542 4,7,4 4,9,341294 5,6,418161 5,12,19628466201144 "
+            "5,15,3853299100 6,5,114 6,16,3672 7,14,1 7,17,3848 8,11,1970854901962 9,4,3239 11,14,1248525117869 "
+            "11,19,2855700 13,10,67651482 14,8,33426926081 15,3,8386181781362 16,1,32304931399677 16,12,540 "
+            "17,9,5316943 17,11,7796243 17,14,21827875109555 18,0,909669481 18,10,18226983248 18,13,1320267 "
+            "18,21,28079331 20,13,439053 20,18,4746564486 21,2,1283")
+    r, c, w = np.array([[float(x) for x in e.split(",")] for e in text.split()]).T
+    M = sp.csr_matrix((w, (r.astype(int), c.astype(int))), shape=(22, 22))
+    W = (M + M.T).tocsr()
+    keep, cartesian.OFF_GRID_VS_EVEN = cartesian.OFF_GRID_VS_EVEN, 1e9
+    try:
+        assert cartesian.detect(W) == (2, 5, 3)          # what the near share alone says
+    finally:
+        cartesian.OFF_GRID_VS_EVEN = keep
+    assert cartesian.detect(W) is None
