@@ -224,7 +224,7 @@ def test_too_few_slots_names_ranks_per_node(tmp_path):
     res = run_cli("map", ring_csv(tmp_path, 6), "--nodes", "n[1-3]", "--node-topology", "pack:1 core:4",
                   "--ranks-per-node", "1", "--out", tmp_path / "m")
     one_error_line(res, "6 ranks but only 3 slots on 3 node(s); add nodes, or use --oversubscribe N to put N ranks "
-                        "on each core; --ranks-per-node 1 uses 1 of each node's cores (12 cores in all)")
+                        "on each core; --ranks-per-node 1 uses 1 of each node's cores (3 of the 12 cores)")
 
 
 @pytest.mark.parametrize("value, fragment", [
