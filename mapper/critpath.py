@@ -77,7 +77,8 @@ def read_schedule(index: str | Path) -> Schedule | None:
     if index.is_dir():
         index = index / "trace.ti"
     ranks = []
-    for f in rank_files(index):
+    files = list(rank_files(index))
+    for f in files:
         acts = []
         with open(f, "rb") as fh:
             for ln in fh:
@@ -113,6 +114,11 @@ def read_schedule(index: str | Path) -> Schedule | None:
                     acts.append(("wait", a[0], a[1], a[2]))
                 elif op == "waitall":
                     acts.append(("waitall",))
+                elif op in _VCOLLS:
+                    got = _vcoll(op, t[2:], len(files))
+                    if got is None:
+                        return None
+                    acts.append(got)
                 elif op in _COLLS:
                     acts.append(_coll(op, a))
                 else:
@@ -174,7 +180,7 @@ def expand_direct(sched: Schedule) -> Schedule:
 def _coll(op: str, a: list) -> tuple:
     """("coll", op, root, bytes, flops) from SMPI 3.32's replay formats: bcast size [root [dt]],
     reduce size comp [root [dt]], allreduce size comp [dt], gather/allgather/alltoall/scatter
-    sendsize recvsize [root] [dt dt]; the v variants and barrier: no size counted."""
+    sendsize recvsize [root] [dt dt]; barrier: no size (the v variants: _vcoll)."""
     from rankmap.profiler.smpi_trace import DATATYPE_SIZE
     size = lambda n, k: n * DATATYPE_SIZE.get(a[k] if len(a) > k else 0, 1)  # noqa: E731
     if op == "bcast":
@@ -188,6 +194,39 @@ def _coll(op: str, a: list) -> tuple:
     if op in ("allgather", "alltoall"):
         return ("coll", op, 0, size(a[0], 2) if a else 0, 0.0)
     return ("coll", op, 0, 0, 0.0)
+
+
+_VCOLLS = {"allgatherv", "alltoallv", "reducescatter", "gatherv", "scatterv"}
+
+
+def _vcoll(op: str, tok: list, P: int) -> tuple | None:
+    """("coll", op, root, bytes, flops) of a collective with counts per rank (SMPI 3.32's
+    lines, as profiler/smpi_trace.py reads them): the bytes per pair are the mean of the
+    counts, the same on every rank's line where the line lists every rank's count (a rank's
+    own sends for alltoallv). They were counted as none: an all-gather SpMV's replay was its
+    latency alone, 640x below its own bandwidth bound."""
+    from rankmap.profiler.smpi_trace import DATATYPE_SIZE
+    try:
+        x = [int(float(v)) for v in tok]
+    except (ValueError, OverflowError):
+        return None
+    dt = lambda k: DATATYPE_SIZE.get(x[k] if len(x) > k else 0, 1)   # noqa: E731
+    mean = lambda c, skip=None: (sum(c) - (c[skip] if skip is not None else 0)) / max(1, len(c) - (skip is not None))  # noqa: E731
+    if op == "allgatherv":            # sendcount, P recv counts, sendtype recvtype
+        if len(x) < 1 + P:
+            return None
+        return ("coll", op, 0, int(round(mean(x[1:1 + P]) * dt(2 + P))), 0.0)
+    if op == "alltoallv":             # send_size, P send counts, recv_size, P recv counts, types
+        if len(x) < 2 + 2 * P:
+            return None
+        return ("coll", op, 0, int(round(mean(x[1:1 + P]) * dt(2 + 2 * P))), 0.0)
+    if op == "reducescatter":         # P recv counts, amount, type
+        if len(x) < P:
+            return None
+        return ("coll", op, 0, int(round(mean(x[:P]) * dt(P + 1))), float(x[P]) if len(x) > P else 0.0)
+    # gatherv / scatterv: modelled as gather / scatter to and from rank 0 (the traffic reader's model)
+    counts = x[1:1 + P] if len(x) > P else x[:1]
+    return ("coll", op, 0, int(round(mean(counts) * (DATATYPE_SIZE.get(x[-1], 1) if len(x) > 1 else 1))), 0.0)
 
 
 def schedule_of(traffic) -> Schedule | None:

@@ -93,3 +93,31 @@ def test_predict_cli_reads_the_trace_order(tmp_path):
     # a and b under one switch (no --network): 2 links a message, each round waits for one
     assert est["latency_from"] == "critical path" and est["latency"] == pytest.approx(20 * 2e-6)
     assert set(est) >= {"seconds", "latency", "bandwidth", "limited_by", "bounds"}
+
+
+def test_collectives_with_counts_carry_their_bytes(tmp_path):
+    """An SMPI trace's allgatherv, alltoallv and reduce_scatter were replayed as carrying no
+    bytes: an all-gather SpMV's estimate was its latency alone, 640x below its own bandwidth
+    bound (the docs audit). With equal counts each replays as its fixed-size counterpart."""
+    P, c = 4, 262144
+
+    def est(lines, name):
+        d = tmp_path / name
+        d.mkdir()
+        idx = ti_trace(d, [[ln] * 5 for ln in lines])
+        (d / "hf").write_text("a\nb\na\nb\n")
+        res = run_cli("predict", idx, d / "hf", "--nodes", "a,b", "--node-topology", "pack:1 core:2",
+                      "--link-bw", "1", "--link-lat", "1", "--loopback-bw", "10", "--loopback-lat", "0.1", "--json")
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout)["estimates"]["hf"]
+
+    same = " ".join([str(c)] * P)
+    ag = est([f"allgather {c} {c} 2 2"] * P, "ag")
+    agv = est([f"allgatherv {c} {same} 2 2"] * P, "agv")
+    a2a = est([f"alltoall {c} {c} 2 2"] * P, "a2a")
+    a2av = est([f"alltoallv {c * P} {same} {c * P} {same} 2 2"] * P, "a2av")
+    assert agv["seconds"] == pytest.approx(ag["seconds"], rel=1e-9) and agv["seconds"] > 10 * agv["latency"]
+    assert a2av["seconds"] > 10 * a2av["latency"]
+    # every rank's share crosses the links: not below the busiest link's bytes over its bandwidth
+    assert agv["seconds"] >= agv["bounds"]["links"] * 0.999 and a2av["seconds"] >= a2av["bounds"]["links"] * 0.999
+    assert a2a["seconds"] > 10 * a2a["latency"]
