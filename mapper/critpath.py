@@ -211,7 +211,7 @@ def _vcoll(op: str, tok: list, P: int) -> tuple | None:
     except (ValueError, OverflowError):
         return None
     dt = lambda k: DATATYPE_SIZE.get(x[k] if len(x) > k else 0, 1)   # noqa: E731
-    mean = lambda c, skip=None: (sum(c) - (c[skip] if skip is not None else 0)) / max(1, len(c) - (skip is not None))  # noqa: E731
+    mean = lambda c: sum(c) / max(1, len(c))                          # noqa: E731
     if op == "allgatherv":            # sendcount, P recv counts, sendtype recvtype
         if len(x) < 1 + P:
             return None
