@@ -29,7 +29,8 @@ the root, allreduce a linear reduce then a binomial broadcast from rank 0, bcast
 barrier a linear gather and a binomial broadcast; an alltoall that SimGrid runs with its
 linear algorithm (NPB FT's: up to 512 ranks, sizes by its Open MPI selector) becomes its
 messages (expand_direct: a receive from and a send to every other rank, then a wait for
-them), so the flow replay shares the links among them as SimGrid does; the others
+them), and so does every alltoallv (SimGrid's ialltoallv, each pair at its own size), so
+the flow replay shares the links among them as SimGrid does; the others
 (allgather, other alltoalls, gather, scatter, ...) direct, every rank from every other, and
 not before their bytes have crossed the busiest link or limiter, nor before a rank has sent
 its own one after another (above 512 ranks: the last entry plus each rank's latency to
