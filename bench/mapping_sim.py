@@ -4,7 +4,8 @@
 For each workload x cluster x process count: one time-independent trace is recorded (the
 workloads' compute is explicit flops, so the trace does not depend on where it was
 recorded), rankmap maps it onto the Slurm block allocation (rankmap-b) and onto the
-whole cluster (rankmap-c), and the trace is replayed under Slurm block, cyclic, random,
+whole cluster (rankmap-c), knowing the row's network speeds (its final choice by predict's
+replay of the trace, as `rankmap run --launcher smpi` maps), and the trace is replayed under Slurm block, cyclic, random,
 rankmap-b and rankmap-c, on the nominal network (x1) and on one four times slower (x0.25:
 bandwidths / 4, latencies x 4). Printed per row: simulated time of block, every
 placement's time and communication time as a ratio to block's, and `rankmap predict`'s
@@ -87,8 +88,10 @@ def main():
                 p1, d1 = platforms[(c, 1.0)]
                 if sum(p1.node_cores(i) for i in range(p1.nodes)) < P:
                     continue
-                hosts = simulated.placements(trace, p1, d1, P, work / f"map-{w}-{P}-{c}")
-                futs = {s: pool.submit(simulated.compare, trace, *platforms[(c, s)], hosts,
+                # rankmap maps knowing each network speed (as `rankmap run --launcher smpi` does)
+                hosts = {s: simulated.placements(trace, *platforms[(c, s)], P, work / f"map-{w}-{P}-{c}-x{s:g}",
+                                                 network=platforms[(c, s)][0].network()) for s in SCALES}
+                futs = {s: pool.submit(simulated.compare, trace, *platforms[(c, s)], hosts[s],
                                        work / f"replay-{w}-{P}-{c}-x{s:g}") for s in SCALES}
                 for s in SCALES:
                     try:

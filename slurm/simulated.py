@@ -180,10 +180,14 @@ def run_workflow(program: list[str], platform_dir: str, nranks: int | None, out:
     (out_dir / "profile" / "stdout.txt").write_text(r1.stdout)
     ideal = smpi.replay(trace, p, pdir, hf1, nranks, ideal=True).seconds
     same = mode == "same-allocation"
+    # the platform's speeds are known: the final choice among the candidate mappings (and
+    # node sets) by predict's replay of the trace on them, as `map --network-speeds` makes it.
+    # Without them, on the all-to-all SpMV on Desmos (bench/mapping_sim.py), rankmap-b's
+    # lower cost was 1.2 % slower than block
     rep = run_map(read_traffic(trace, "smpi", model), mspec.load(alloc.spec_path if same else pdir / "machine.json"),
                   algorithm="metis", seed=seed,
                   tries=None, time_limit=None, refine=True, fill="packed", mode=mode, out=str(out_dir / "mapping"),
-                  force=False, plots_on=False, console=None, also_nodes=alloc.nodes)
+                  force=False, plots_on=False, console=None, also_nodes=alloc.nodes, network=p.network())
     hf2 = out_dir / "mapping" / "hostfile"
     hosts2 = smpi.read_hostfile(hf2)
     smpi.check_hosts(hosts2, p, str(hf2))
