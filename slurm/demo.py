@@ -124,7 +124,7 @@ def simulated_part(where: Path, console: Console) -> dict:
         pass1 = smpi.run([str(exe), *SIM_ARGS], p, pdir, hf, SIM_RANKS, trace=trace, compute="explicit")
         (where / "profile" / "stdout.txt").write_text(pass1.stdout)
         bar.update(task, advance=1, description="mapping (same nodes, whole cluster)")
-        hosts = simulated.placements(trace, p, pdir, SIM_RANKS, where)
+        hosts = simulated.placements(trace, p, pdir, SIM_RANKS, where, network=p.network())   # as the workflow maps
         bar.update(task, advance=2, description="pass 2: replaying each placement")
 
         def advance(name):
