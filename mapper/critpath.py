@@ -46,6 +46,7 @@ import numpy as np
 
 DIRECT_MAX = 512                     # above this many ranks a direct collective is not summed pair by pair
 WEIGHT_S = 8775.0                    # SimGrid's network/weight-S: a flow's share ~ 1 / (latency + sum of weight_S / bandwidth)
+A2AV_MESSAGES_MAX = 1_000_000      # messages the alltoallvs of a trace may become (expand_direct)
 DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
 _SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
 _RECVS = {"recv", "irecv", "Irecv"}
@@ -79,8 +80,15 @@ def read_schedule(index: str | Path) -> Schedule | None:
         index = index / "trace.ti"
     ranks = []
     files = list(rank_files(index))
+    P = len(files)
+    # the first alltoallvs (the same on every rank) keep each pair's size, to become their
+    # messages (expand_direct), as long as they add at most A2AV_MESSAGES_MAX messages: the
+    # sizes take memory (P^2 per call) and 2 M messages took 3.5 s to expand and encode on a
+    # loaded machine; the later ones stay one exchange of the mean size
+    per_pair = A2AV_MESSAGES_MAX // (P * (P - 1)) if 2 <= P <= DIRECT_MAX else 0
     for f in files:
         acts = []
+        a2av = 0
         with open(f, "rb") as fh:
             for ln in fh:
                 t = ln.split()
@@ -116,9 +124,12 @@ def read_schedule(index: str | Path) -> Schedule | None:
                 elif op == "waitall":
                     acts.append(("waitall",))
                 elif op in _VCOLLS:
-                    got = _vcoll(op, t[2:], len(files))
+                    got = _vcoll(op, t[2:], P)
                     if got is None:
                         return None
+                    if op == "alltoallv":
+                        a2av += 1
+                        got = got if a2av <= per_pair else got[:5]
                     acts.append(got)
                 elif op in _COLLS:
                     acts.append(_coll(op, a))
@@ -160,7 +171,7 @@ def expand_direct(sched: Schedule) -> Schedule:
     1.254), the flows give SimGrid's time to 0.01 % for a lone alltoall."""
     P = sched.size
     if P > DIRECT_MAX or P < 2:
-        return Schedule([[a[:5] if a[0] == "coll" else a for a in acts] for acts in sched.ranks])
+        return sched
     out = []
     for r, acts in enumerate(sched.ranks):
         new, k = [], 0

@@ -121,3 +121,19 @@ def test_collectives_with_counts_carry_their_bytes(tmp_path):
     # every rank's share crosses the links: not below the busiest link's bytes over its bandwidth
     assert agv["seconds"] >= agv["bounds"]["links"] * 0.999 and a2av["seconds"] >= a2av["bounds"]["links"] * 0.999
     assert a2a["seconds"] > 10 * a2a["latency"]
+
+
+def test_alltoallv_messages_are_capped(tmp_path, monkeypatch):
+    """The first alltoallvs of a trace become their messages (every other rank's, empty ones
+    too), as long as they add at most A2AV_MESSAGES_MAX; the later ones stay one exchange of
+    the mean size, on every rank alike."""
+    from rankmap.mapper import critpath
+    P = 4
+    monkeypatch.setattr(critpath, "A2AV_MESSAGES_MAX", 2 * P * (P - 1))
+    line = "alltoallv 6 0 1 2 3 6 0 1 2 3 0 0"
+    sched = read_schedule(ti_trace(tmp_path, [[line] * 3 for _ in range(P)]))
+    for r, acts in enumerate(sched.ranks):
+        assert [a[0] for a in acts].count("isend") == 2 * (P - 1)
+        assert sorted(a[3] for a in acts if a[0] == "irecv") == sorted([8 * i for i in range(P) if i != r] * 2)
+        assert [a[:2] for a in acts if a[0] == "coll"] == [("coll", "alltoallv")]
+        assert len(acts[-1]) == 5 and acts[-1][3] == 12           # the mean of the counts, x 8 bytes
