@@ -77,6 +77,28 @@ ROOT_SHARE = 0.9
 # Strong on the splits below 2,000 vertices too lowered J by another 0.3 % at twice the time:
 # on a quiet machine slower than SharedMap strong on 9 of 3elt's 10 rows (5 with this rule)
 UNITS_SMALL_MAX_WORK = 250_000
+# ... and a split of theirs into EXACT_SLACK_MIN_BLOCKS or more parts filled exactly (KaHIP's
+# imbalance 0, each part ceil(n/k): the node splits into 8-16 sockets where 2^12-2^14 vertices
+# leave at most 33 per core, r = 8-16) gets strong KaHIP from UNITS_EXACT_STRONG_MIN_VERTICES
+# (fast below KAHIP_ECO_MIN_VERTICES otherwise), as one candidate: the run without room on
+# UNITS_EXACT_SEEDS seeds (FAST_SEED_STEP apart, the lowest repaired cut kept), not UNITS_EXACT's
+# two. Those splits of 500-2,000 vertices decided the rows above the best anchor there: fast
+# KaHIP given 1 % of room and repaired cut more. Standard benchmark's tune graphs up to
+# UNITS_SMALL_MAX_WORK (bench/mapper_standard.py, r = 1-16, 100 rows; side by side, one fresh
+# process per run): above the best anchor 18 -> 6 (13 -> 1 on the 26 rows it touches), J / best
+# geometric mean 0.9700 -> 0.9676, no J higher; CPU +24 % (+150 % where it runs: 1-6 s -> 2-16 s,
+# SharedMap strong 13-92 s there but on 3elt and airfoil1, 2.3-5.2 s: 3elt 4:16:8 2.0 -> 3.2 s
+# against 2.6 s, the one row it makes slower than SharedMap strong).
+# Held out (4elt, commanche_dual, fe_4elt2, power, 40 rows): above 8 -> 6, none higher, CPU +26 %,
+# slower than SharedMap strong 1 -> 2 (commanche_dual 4:16:4, 1.5 -> 3.2 s against 3.05 s).
+# The same tune rows with: both runs (with and without room) on two seeds each, the same 6 above
+# for twice the added CPU (+48 %); both on one seed, 10 above; the run with room alone on two, 13
+# (3elt 4:16:4 +0.25 %);
+# strong on full 4-part splits of 500+ vertices too (sockets into cores, r = 1-4) fixed no row and
+# cost up to 7 s (gen_mesh_n15_s1 4:8:8, delaunay_n15 4:16:4 then slower than SharedMap strong);
+# strong on every split of 500+ vertices and four seeds on every full split, +171 % CPU on 33 rows.
+UNITS_EXACT_STRONG_MIN_VERTICES = 500
+UNITS_EXACT_SEEDS = 2
 # Splits of at least 1/MID_SHARE of a graph between MID_MIN_GRAPH_WORK and
 # STRONG_GRAPH_MAX_WORK (not units of work) that are not top splits get Mt-KaHyPar's V-cycles
 # from METIS's splits: at 10^4 ranks the switch tree's 39 switches and the torus's sub-tori
@@ -261,9 +283,15 @@ def kahip_candidates(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: l
     split filled exactly into EXACT_SLACK_MIN_BLOCKS or more parts (eco, strong), kahip()'s run
     with EXACT_SLACK of room and one without (UNITS_EXACT); for units of work on another split
     that leaves less than UNITS_TIGHT_MAX of room and gets V-cycles (vcycles), kahip()'s run and
-    one given UNITS_TIGHT_ROOM."""
+    one given UNITS_TIGHT_ROOM; strong on a full split below KAHIP_ECO_MIN_VERTICES (units of work
+    on small graphs), the run without room alone on UNITS_EXACT_SEEDS seeds."""
     n, k = len(indptr) - 1, len(caps)
     preset = _PRESET.get((n, len(col), tuple(caps)), "fast")
+    if units and preset == "strong" and n < KAHIP_ECO_MIN_VERTICES and _filled_exactly(n, caps):
+        # strong below KAHIP_ECO_MIN_VERTICES: a full split of units of work into 8+ parts (kahip_preset),
+        # one candidate without room on UNITS_EXACT_SEEDS seeds (UNITS_EXACT_STRONG_MIN_VERTICES's comment)
+        _PRESET.pop((n, len(col), tuple(caps)), None)
+        return [kahip(indptr, col, w, caps, seed, preset, max(strong_seeds, UNITS_EXACT_SEEDS), exact=True)]
     out = [kahip(indptr, col, w, caps, seed, strong_seeds=strong_seeds)]       # (it takes the preset from _PRESET)
     if not (units and preset in ("eco", "strong") and len(set(caps)) == 1 and len(col)):
         return out
@@ -487,6 +515,11 @@ def _units_small(graph_work: int, units: bool) -> bool:
     return units and graph_work <= UNITS_SMALL_MAX_WORK
 
 
+def _filled_exactly(n: int, caps: list[int]) -> bool:
+    """Equal capacities that leave KaHIP no imbalance: each is ceil(n / k)."""
+    return len(set(caps)) == 1 and caps[0] == -(-n // len(caps))
+
+
 def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool = False) -> str:
     """KaHIP's preset for a split: eco / strong for the splits of many vertices of graphs up
     to STRONG_GRAPH_MAX_WORK (UNITS_MAX_WORK for units of work), KAHIP_BIG_PRESET on graphs up
@@ -496,7 +529,11 @@ def kahip_preset(n: int, nnz: int, caps: list[int], graph_work: int, units: bool
     if not _small(graph_work, units):
         return KAHIP_BIG_PRESET
     strong_max = KAHIP_STRONG_MAX_WORK_UNITS if units else KAHIP_STRONG_MAX_WORK
-    if n >= (KAHIP_ECO_MIN_VERTICES if _units_small(graph_work, units) else KAHIP_STRONG_MIN_VERTICES) and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
+    lo = KAHIP_STRONG_MIN_VERTICES
+    if _units_small(graph_work, units):          # (UNITS_SMALL_MAX_WORK's, UNITS_EXACT_STRONG_MIN_VERTICES's comments)
+        lo = UNITS_EXACT_STRONG_MIN_VERTICES if len(caps) >= EXACT_SLACK_MIN_BLOCKS and _filled_exactly(n, caps) \
+            else KAHIP_ECO_MIN_VERTICES
+    if n >= lo and (n + nnz) * math.log2(max(2, len(caps))) <= strong_max:
         return "strong"
     return "eco" if n >= KAHIP_ECO_MIN_VERTICES else "fast"
 

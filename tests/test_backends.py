@@ -221,9 +221,39 @@ def test_units_of_work_on_small_graphs_get_strong_kahip_on_every_split():
     assert "kahip" not in B.plan(*split, gw)
     mid = (B.KAHIP_ECO_MIN_VERTICES, 12000, [B.KAHIP_ECO_MIN_VERTICES // 4 + 10] * 4)
     assert B.kahip_preset(*mid, gw, units=True) == "strong" and B.kahip_preset(*mid, gw + 1, units=True) == "eco"
+    # filled exactly (each part ceil(n/k)): strong from UNITS_EXACT_STRONG_MIN_VERTICES
+    full = (B.UNITS_EXACT_STRONG_MIN_VERTICES, 3000, [-(-B.UNITS_EXACT_STRONG_MIN_VERTICES // 8)] * 8)
+    assert B.kahip_preset(*full, gw, units=True) == "strong"
+    assert B.kahip_preset(full[0] - 1, 3000, full[2], gw, units=True) == "fast"
+    four = (B.UNITS_EXACT_STRONG_MIN_VERTICES, 3000, [-(-B.UNITS_EXACT_STRONG_MIN_VERTICES // 4)] * 4)
+    assert B.kahip_preset(*four, gw, units=True) == "fast"        # fewer than EXACT_SLACK_MIN_BLOCKS parts
+    assert B.kahip_preset(*full, gw) == "fast" and B.kahip_preset(*full, gw + 10 ** 6, units=True) != "strong"
     if B.mtkahypar_available():
         root = (8000, 50000, [4120, 4120])
         assert "mtkahypar" in B.plan(*root, 58000, units=True) and "mtkahypar" not in B.plan(*root, 58000)
+
+
+def test_full_small_split_of_units_gets_exact_seeds(monkeypatch):
+    """Units of work on a small graph: a split below KAHIP_ECO_MIN_VERTICES into 8+ parts filled
+    exactly gets one candidate, strong KaHIP without room on UNITS_EXACT_SEEDS seeds; with room, fast."""
+    kh = pytest.importorskip("kahip")
+    n, indptr, e = _grid(32)                 # 1,024 vertices into 8 blocks of 128: full
+    caps, gw = [128] * 8, B.UNITS_SMALL_MAX_WORK
+    calls = []
+    real = kh.kaffpa
+    monkeypatch.setattr(kh, "kaffpa", lambda *a: calls.append((a[-2], a[-1])) or real(*a))
+    B._PRESET.clear()
+    assert "kahip" in B.plan(n, len(e), caps, gw, units=True)
+    out = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 3, units=True)
+    assert len(out) == 1 and out[0] is not None and np.bincount(out[0], minlength=8).max() <= 128
+    assert calls == [(3 + B.FAST_SEED_STEP * t, kh.STRONG) for t in range(B.UNITS_EXACT_SEEDS)]
+    assert (n, len(e), tuple(caps)) not in B._PRESET
+    calls.clear()
+    B._PRESET.clear()
+    caps = [136] * 8                         # room: fast, as before
+    assert "kahip" in B.plan(n, len(e), caps, gw, units=True)
+    B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 3, units=True)
+    assert calls and all(mode == kh.FAST for _, mode in calls)
 
 
 def test_skewed_degrees_get_vcycles_from_the_best_candidate_only(shared):
@@ -402,7 +432,8 @@ def test_vcycles_into_many_blocks_go_without_flows():
 def test_exactly_full_splits_of_units_of_work_get_both_kahip_runs(monkeypatch):
     """A split into EXACT_SLACK_MIN_BLOCKS or more parts filled exactly: KaHIP's eco and strong
     presets get EXACT_SLACK of room for ranks (one candidate); units of work get that run and
-    one without room (UNITS_EXACT), both candidates of the split."""
+    one without room (UNITS_EXACT), both candidates of the split; strong on fewer than
+    KAHIP_ECO_MIN_VERTICES vertices, the run without room alone, on UNITS_EXACT_SEEDS seeds."""
     kh = pytest.importorskip("kahip")
     n, indptr, e = _grid(32)
     caps = [n // 8] * 8
@@ -412,10 +443,15 @@ def test_exactly_full_splits_of_units_of_work_get_both_kahip_runs(monkeypatch):
     key = (n, len(e), tuple(caps))
     for units, rooms in ((False, [B.EXACT_SLACK]), (True, [B.EXACT_SLACK, 0.0])):
         asked.clear()
-        B._PRESET[key] = "strong"
+        B._PRESET[key] = "eco"
         out = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=units)
         assert asked == [pytest.approx(r) for r in rooms] and len(out) == len(rooms)
         assert all(len(p) == n for p in out)
+    # strong below KAHIP_ECO_MIN_VERTICES (units of work only): one run without room, UNITS_EXACT_SEEDS seeds
+    asked.clear()
+    B._PRESET[key] = "strong"
+    out = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=True)
+    assert asked == [pytest.approx(0.0)] * B.UNITS_EXACT_SEEDS and len(out) == 1 and len(out[0]) == n
     asked.clear()
     B._PRESET[key] = "fast"                                   # fast: FAST_SEEDS runs, one candidate
     assert len(B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=True)) == 1
@@ -443,11 +479,12 @@ def test_tight_splits_of_units_of_work_with_vcycles_get_a_kahip_run_with_room(mo
     sub = _Sub((indptr, e[:, 1].copy(), np.ones(len(e))), np.arange(n), np.full(n, -1, dtype=np.int64))
     for caps, units, vcycles, rooms in ((tight, True, True, [imb, B.UNITS_TIGHT_ROOM]), (tight, False, True, [imb]),
                                         (tight, True, False, [imb]), ([n // 8 + 8] * 8, True, True, [8 / (n // 8)]),
-                                        ([n // 8] * 8, True, True, [B.EXACT_SLACK, 0.0])):
+                                        ([n // 8] * 8, True, True,    # full, below KAHIP_ECO_MIN_VERTICES: one run, no room
+                                         [0.0] * B.UNITS_EXACT_SEEDS)):
         asked.clear()
         B._PRESET[(n, len(e), tuple(caps))] = "strong"
         out = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), caps, 0, units=units, vcycles=vcycles)
-        assert asked == [pytest.approx(r) for r in rooms] and len(out) == len(rooms)
+        assert asked == [pytest.approx(r) for r in rooms] and len(out) == len(set(rooms))
         assert all(np.bincount(repair(sub, p, caps), minlength=8).max() <= caps[0] for p in out)
     # deterministic: the same seed gives the same candidates
     B._PRESET[(n, len(e), tuple(tight))] = "strong"
