@@ -157,6 +157,24 @@ SKEWED_MTKAHYPAR = True
 # did (never more), in 0.8-3.1 s a split instead of 0.2-14.5 s (docs/mapper-history.md, Scale)
 FULL_SPLIT_MTKAHYPAR = True
 FULL_SLACK = 0.003
+# On those splits Mt-KaHyPar (from scratch and its V-cycles) runs FULL_SPLIT_JET_ROUNDS dynamic
+# rounds of FULL_SPLIT_JET_ITERATIONS iterations of its Jet refinement (the deterministic
+# quality preset's 3 of 8; mtkahypar_context) and FULL_SPLIT_VCYCLES V-cycles (MtKaHyPar.VCYCLES:
+# 2). Jet was most of its time there, not the flows (on the root bisection of mesh/100k/torus/s0
+# the deterministic preset, and the quality preset without flows, partition identically in the
+# same time): that bisection from scratch 0.65 s -> 0.26 s (1 round) -> 0.19 s (1 of 4),
+# two V-cycles from METIS's split 0.83 -> 0.35 -> 0.30 s, one 0.16 s, cutting 1-3 % more after
+# the V-cycles. Issue 13 (10^5 ranks in 5 s), side by side on the tune instances it touches
+# (mesh and AMR on the torus, seeds 0 and 1; a VM at load average 5-8): the whole mapping
+# 7.0-9.7 s -> 4.3-5.8 s of CPU, costs 0.985-1.015 of the default's (geometric mean 1.000): the
+# top cuts are one term of the cost, which moved by up to 2 % either way with each setting tried
+# (1 round and 2 V-cycles; 3 rounds and 1; without KaHIP), none better on average. KaHIP stays:
+# on stencils whose numbering hides their grid it cut least (FULL_SPLIT_MTKAHYPAR's comment).
+# Held out, once (14 instances of 10^5 ranks on the torus and the switch tree): the 3 it touches
+# 0.54-0.74x the CPU, costs 0.990-1.001 (docs/mapper-history.md, Scale)
+FULL_SPLIT_JET_ROUNDS = 1
+FULL_SPLIT_JET_ITERATIONS = 4
+FULL_SPLIT_VCYCLES = 1
 # The root split of hierarchical's machine tree gets Mt-KaHyPar from scratch up to this
 # (vertices + edge entries) x blocks, whatever plan() gives it and even where METIS finds no
 # structure (partition.STRUCTURED): on 1k-rank graphs (a pencil FFT's row and column
@@ -432,16 +450,22 @@ class MtKaHyPar:
     partition by V-cycles. (row, col) lists each undirected edge once. preset: another of
     Mt-KaHyPar's presets (mapper/multisection.py: DEFAULT, the multisection competitor's; on
     one thread the same seed gives the same partition). ip_runs: the deterministic quality
-    preset with that many initial-partitioning runs instead of its 20 (ip_runs())."""
+    preset with that many initial-partitioning runs instead of its 20 (ip_runs()); jet_rounds,
+    jet_iterations: that many dynamic rounds of Jet refinement of that many iterations instead
+    of its 3 of 8 (FULL_SPLIT_JET_ROUNDS); vcycles: improve()'s V-cycles (default VCYCLES)."""
 
     VCYCLES = 2
 
     def __init__(self, row: np.ndarray, col: np.ndarray, w: np.ndarray, n: int, caps: list[int], seed: int,
-                 preset: str = "DETERMINISTIC_QUALITY", ip_runs: int | None = None):
+                 preset: str = "DETERMINISTIC_QUALITY", ip_runs: int | None = None, jet_rounds: int | None = None,
+                 jet_iterations: int | None = None, vcycles: int | None = None):
         self.lib, self.init = _mtkahypar()
         mt = self.lib
-        if ip_runs is not None and preset == "DETERMINISTIC_QUALITY":
-            self.ctx = mtkahypar_context.deterministic_quality(mt, self.init, ip_runs)
+        self.vcycles = self.VCYCLES if vcycles is None else vcycles
+        if (ip_runs, jet_rounds, jet_iterations) != (None, None, None) and preset == "DETERMINISTIC_QUALITY":
+            self.ctx = mtkahypar_context.deterministic_quality(mt, self.init, 20 if ip_runs is None else ip_runs,
+                                                               3 if jet_rounds is None else jet_rounds,
+                                                               8 if jet_iterations is None else jet_iterations)
         else:
             self.ctx = self.init.context_from_preset(getattr(mt.PresetType, preset))
         self.ctx.set_partitioning_parameters(len(caps), 0.0, mt.Objective.CUT)
@@ -463,7 +487,7 @@ class MtKaHyPar:
         """V-cycles from `part` (which must respect the capacities)."""
         self.lib.set_seed(self.seed)
         ph = self.graph.create_partitioned_hypergraph(self.ctx, self.k, part.tolist())   # (its binding names the first two the other way round)
-        ph.improve_partition(self.ctx, self.VCYCLES)
+        ph.improve_partition(self.ctx, self.vcycles)
         return np.asarray(ph.get_partition(), dtype=np.int64)
 
 

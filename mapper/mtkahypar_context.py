@@ -68,9 +68,9 @@ r-sync-lp-sub-rounds=1
 r-lp-he-size-activation-threshold=100
 r-sync-lp-active-nodeset=true
 r-jet-type=deterministic
-r-jet-num-iterations=8
+r-jet-num-iterations={jet_iterations}
 r-jet-relative-improvement-threshold=0.001
-r-jet-dynamic-rounds=3
+r-jet-dynamic-rounds={jet_rounds}
 r-jet-initial-negative-gain=0.75
 r-jet-final-negative-gain=0.0
 r-fm-type=do_nothing
@@ -93,14 +93,15 @@ mapping-min-pin-coverage=0.05
 """
 
 
-def deterministic_quality(lib, init, ip_runs: int):
-    """The deterministic quality preset's context with ip_runs initial-partitioning runs (the
-    preset's own context where this Mt-KaHyPar does not read the parameters)."""
+def deterministic_quality(lib, init, ip_runs: int = 20, jet_rounds: int = 3, jet_iterations: int = 8):
+    """The deterministic quality preset's context with ip_runs initial-partitioning runs and
+    jet_rounds dynamic rounds of jet_iterations iterations of its Jet refinement (the preset:
+    20, 3 and 8; the preset's own context where this Mt-KaHyPar does not read the parameters)."""
     try:
         fd, path = tempfile.mkstemp(prefix="rankmap-mtkahypar-", suffix=".ini")
         try:
             with os.fdopen(fd, "w") as f:
-                f.write(DETERMINISTIC_QUALITY.format(ip_runs=int(ip_runs)))
+                f.write(DETERMINISTIC_QUALITY.format(ip_runs=int(ip_runs), jet_rounds=int(jet_rounds), jet_iterations=int(jet_iterations)))
             return init.context_from_file(path)
         finally:
             os.unlink(path)

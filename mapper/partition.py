@@ -40,6 +40,9 @@ QAP_MAX_NODES = 256     # the tabu search keeps a nodes x nodes table
 # around each call (subgraph arrays, capacity repair, orientation) cost twice METIS's time.
 BATCHED_SPLITS_ABOVE = 20_000
 SMALL_SPLIT = 64
+# Skewed graphs above this many ranks on a machine with a network are batched too (hierarchical)
+SKEWED_BATCHED_ABOVE = 50_000
+SKEWED_BATCHED_NETWORKS = True
 # Greedy starts per small split where the top splits found no structure (split_candidates'
 # verdict: random-like traffic), 0 = smallsplit.c's rule (8 starts, 1 in huge batches)
 UNSTRUCTURED_STARTS = 1
@@ -214,9 +217,13 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
                                                vcycles="vcycles" in how))
     if "mtkahypar" in how or "vcycles" in how:
         once = sub.row < sub.col
+        full = backends.full_split(sub.n, sub.nnz, caps, graph_work, units)
         mt = backends.MtKaHyPar(sub.row[once], sub.col[once], sub.w[once], sub.n, caps, seed,
                                preset=backends.mtkahypar_preset(k, "mtkahypar" in how),
-                               ip_runs=backends.ip_runs(sub.n, k, units))
+                               ip_runs=backends.ip_runs(sub.n, k, units),
+                               jet_rounds=backends.FULL_SPLIT_JET_ROUNDS if full else None,
+                               jet_iterations=backends.FULL_SPLIT_JET_ITERATIONS if full else None,
+                               vcycles=backends.FULL_SPLIT_VCYCLES if full else None)
     if "mtkahypar" in how and not late(MTKAHYPAR_SECONDS_PER_UNIT):
         cands.append(mt.partition())
     out, seen = [], set()
@@ -356,7 +363,14 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     # search gained less from them, though they cut less: 0.46 of METIS's in-node cut)
     # (under --time-limit they are, skewed or not: 11,600 splits one by one took 9 s of a 5 s limit
     # on social/100k/torus)
-    batched = graph.n > BATCHED_SPLITS_ABOVE and not units and (not skewed or deadline is not None)
+    # Skewed graphs of more than SKEWED_BATCHED_ABOVE ranks on a machine with a network (torus,
+    # mesh, switch tree: SKEWED_BATCHED_NETWORKS) are batched after all (issue 13, 10^5 ranks in
+    # 5 s): social/100k/torus took 10.3-10.6 s of CPU one split at a time, 5.9-6.2 s batched, costs
+    # 0.991 (tune seeds 0 and 1); on the switch tree 5.3-6.0 -> 4.5-5.1 s, costs 1.001-1.002. On the
+    # plain tree (no network) they still cost 2.75 % more (social/100k/tree3/s0): not there
+    batched = graph.n > BATCHED_SPLITS_ABOVE and not units and (
+        not skewed or deadline is not None
+        or SKEWED_BATCHED_NETWORKS and graph.n > SKEWED_BATCHED_ABOVE and machine.network is not None)
     metis_entry = libmetis.recursive_entry() if batched else None
     graph_work = graph.n + graph.W.nnz
     degree = np.diff(csr[0])

@@ -295,6 +295,25 @@ def group_shapes(machine: Machine, lv: int, order: np.ndarray, counts: np.ndarra
     return (sig >> np.uint64(2)).astype(np.int64)
 
 
+# Above 5*10^4 ranks, graphs of skewed degrees (partition.degree_skewed: scale-free traffic)
+# and more than DENSE_PASSES_NNZ nonzeros get at most DENSE_PASSES passes of the descent
+# (refine's max_passes), not 3: a pass there takes about 1.2 s (social/100k/torus, 2.1*10^6
+# nonzeros), and the third gained 0.06-0.17 % (social/100k/torus/s0 and switch4/s0, the splits
+# batched: CPU 5.9 -> 4.6 s and 4.8 -> 4.1 s); one pass lost 0.2-0.7 %. On every dense graph it
+# also took stencil27/100k/torus/s0 0.32 % dearer (two passes there from the grid's bricks),
+# hence skewed ones only (DENSE_PASSES_SKEWED_ONLY). Issue 13: 10^5 ranks in 5 s (held out:
+# social/100k/torus/s1000 and switch4/s1000 with the batched splits, 10.7 -> 5.0 s and 6.2 -> 4.4 s,
+# costs 0.990 and 1.003; docs/mapper-history.md, Scale)
+DENSE_PASSES_NNZ = 1_500_000
+DENSE_PASSES = 2
+DENSE_PASSES_SKEWED_ONLY = True
+
+
+def _skewed(graph) -> bool:
+    from rankmap.mapper.partition import degree_skewed
+    return not DENSE_PASSES_SKEWED_ONLY or degree_skewed(graph)
+
+
 class Problem:
     """Graph + machine in the layout the C code reads (the arrays stay alive with it)."""
 
@@ -357,6 +376,8 @@ class Problem:
             # (and a 0.1 % gain floor above 256); above 5*10^4 ranks the C pass screens its
             # candidates (refine.c SCREEN_ABOVE) and gets one more; at 10^5 ranks a pass takes ~0.6 s
             max_passes = 1000 if n <= 2000 else 8 if n <= 20000 else 2 if n <= 50000 else 3 if n <= 200000 else 1
+            if n > 50000 and self.graph is not None and self.graph.W.nnz > DENSE_PASSES_NNZ and _skewed(self.graph):
+                max_passes = min(max_passes, DENSE_PASSES)
         s = np.ascontiguousarray(slot_of_rank, dtype=np.int64).copy()
         prob, perm = self, None
         # above this size the C passes visit blocks of consecutive ranks: numbered by slot, a

@@ -389,6 +389,26 @@ def test_mtkahypar_context_file_is_the_preset_and_fewer_ip_runs_deterministic():
     assert np.array_equal(a.improve(pa), b.improve(pa))
 
 
+def test_mtkahypar_jet_settings_are_read_and_the_preset_s_are_the_preset():
+    # the Jet refinement's rounds and iterations of the file: the preset's 3 of 8 partition as the
+    # preset; FULL_SPLIT_JET_* (the big graphs' full bisections) partition within the capacities,
+    # the same for the same seed, and improve() runs the V-cycles it was given
+    if not B.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    n = 600
+    row, col, w = _geometric(n, 0.07, 5)
+    caps = [310, 310]
+    preset = B.MtKaHyPar(row, col, w, n, caps, 3).partition()
+    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 3, jet_rounds=3, jet_iterations=8).partition())
+    light = dict(jet_rounds=B.FULL_SPLIT_JET_ROUNDS, jet_iterations=B.FULL_SPLIT_JET_ITERATIONS,
+                 vcycles=B.FULL_SPLIT_VCYCLES)
+    a, b = B.MtKaHyPar(row, col, w, n, caps, 3, **light), B.MtKaHyPar(row, col, w, n, caps, 3, **light)
+    pa = a.partition()
+    assert np.array_equal(pa, b.partition()) and (np.bincount(pa, minlength=2) <= 310).all()
+    assert a.vcycles == B.FULL_SPLIT_VCYCLES and B.MtKaHyPar(row, col, w, n, caps, 3).vcycles == B.MtKaHyPar.VCYCLES
+    assert np.array_equal(a.improve(pa), b.improve(pa))
+
+
 def test_fewer_ip_runs_only_where_mtkahypar_does_not_coarsen():
     assert B.ip_runs(1000, 42, units=False) == B.SMALL_IP_RUNS
     assert B.ip_runs(1000, 2, units=False) is None          # coarsened: its preset
