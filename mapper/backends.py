@@ -452,7 +452,11 @@ class MtKaHyPar:
     one thread the same seed gives the same partition). ip_runs: the deterministic quality
     preset with that many initial-partitioning runs instead of its 20 (ip_runs()); jet_rounds,
     jet_iterations: that many dynamic rounds of Jet refinement of that many iterations instead
-    of its 3 of 8 (FULL_SPLIT_JET_ROUNDS); vcycles: improve()'s V-cycles (default VCYCLES)."""
+    of its 3 of 8 (FULL_SPLIT_JET_ROUNDS); vcycles: improve()'s V-cycles (default VCYCLES).
+    partition() first, then improve() as often as wanted: improve() leaves its start's blocks on
+    the graph object as communities, which a later partition() coarsens by (a cut 14 % lower to
+    32 % higher than a fresh object's); improve() itself gives a fresh object's result after
+    anything (checked: all 477 such calls of the 1k tune set's mappings)."""
 
     VCYCLES = 2
 
