@@ -29,9 +29,10 @@ the root, allreduce a linear reduce then a binomial broadcast from rank 0, bcast
 barrier a linear gather and a binomial broadcast; an alltoall that SimGrid runs with its
 linear algorithm (NPB FT's: up to 512 ranks, sizes by its Open MPI selector) becomes its
 messages (expand_direct: a receive from and a send to every other rank, then a wait for
-them), and so does every alltoallv (SimGrid's ialltoallv, each pair at its own size), so
+them), and so does every alltoallv and allgather(v) (SimGrid's ialltoallv and iallgather(v),
+each pair at its own size), so
 the flow replay shares the links among them as SimGrid does; the others
-(allgather, other alltoalls, gather, scatter, ...) direct, every rank from every other, and
+(other alltoalls, gather, scatter, ...) direct, every rank from every other, and
 not before their bytes have crossed the busiest link or limiter, nor before a rank has sent
 its own one after another (above 512 ranks: the last entry plus each rank's latency to
 rank 0). A trace this does not
@@ -46,7 +47,7 @@ import numpy as np
 
 DIRECT_MAX = 512                     # above this many ranks a direct collective is not summed pair by pair
 WEIGHT_S = 8775.0                    # SimGrid's network/weight-S: a flow's share ~ 1 / (latency + sum of weight_S / bandwidth)
-A2AV_MESSAGES_MAX = 1_000_000      # messages the alltoallvs of a trace may become (expand_direct)
+A2AV_MESSAGES_MAX = 1_000_000      # messages the alltoallvs and allgathervs of a trace may become (expand_direct)
 DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
 _SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
 _RECVS = {"recv", "irecv", "Irecv"}
@@ -81,7 +82,7 @@ def read_schedule(index: str | Path) -> Schedule | None:
     ranks = []
     files = list(rank_files(index))
     P = len(files)
-    # the first alltoallvs (the same on every rank) keep each pair's size, to become their
+    # the first alltoallvs and allgather(v)s (the same on every rank) keep each pair's size, to become their
     # messages (expand_direct), as long as they add at most A2AV_MESSAGES_MAX messages: the
     # sizes take memory (P^2 per call) and 2 M messages took 3.5 s to expand and encode on a
     # loaded machine; the later ones stay one exchange of the mean size
@@ -127,12 +128,16 @@ def read_schedule(index: str | Path) -> Schedule | None:
                     got = _vcoll(op, t[2:], P)
                     if got is None:
                         return None
-                    if op == "alltoallv":
+                    if op in ("alltoallv", "allgatherv"):
                         a2av += 1
                         got = got if a2av <= per_pair else got[:5]
                     acts.append(got)
                 elif op in _COLLS:
-                    acts.append(_coll(op, a))
+                    got = _coll(op, a)
+                    if op == "allgather":
+                        a2av += 1
+                        got = got + ("messages",) if a2av <= per_pair else got
+                    acts.append(got)
                 else:
                     return None
         ranks.append(acts)
@@ -183,6 +188,24 @@ def expand_direct(sched: Schedule) -> Schedule:
                     new += [("irecv", (r + i) % P, tag, act[3]) for i in range(1, P)]
                     new += [("isend", (r - i) % P, tag, act[3]) for i in range(1, P)]
                     new.append(("waitlast", (P - 1) * (2 if act[3] >= DETACHED else 1)))   # detached sends: no request
+                    continue
+                if act[1] == "allgather" and len(act) > 5:        # (iallgather: as allgatherv below)
+                    tag = ("allgather", k)
+                    for i in range(P):
+                        if i != r:
+                            new += [("isend", i, tag, act[3]), ("irecv", i, tag, act[3])]
+                    new.append(("waitlast", (P - 1) * (2 if act[3] >= DETACHED else 1)))
+                    continue
+                if act[1] == "allgatherv" and len(act) > 6 and len(act[6]) == P:
+                    # SimGrid 3.32's allgatherv (iallgatherv): to and from every other rank in
+                    # rank order, a send of its own block and a receive of the other's, then a
+                    # wait for them all (as one exchange of the mean block, predict read
+                    # 0.94-0.98 of SMPI on the all-gather SpMV on Desmos)
+                    tag = ("allgatherv", k)
+                    for i in range(P):
+                        if i != r:
+                            new += [("isend", i, tag, act[5]), ("irecv", i, tag, act[6][i])]
+                    new.append(("waitlast", (P - 1) * (2 if act[5] >= DETACHED else 1)))
                     continue
                 if act[1] == "alltoallv" and len(act) > 6 and len(act[5]) == P and len(act[6]) == P:
                     # SimGrid 3.32's alltoallv (ialltoallv, whatever the selector says): a
@@ -240,7 +263,9 @@ def _vcoll(op: str, tok: list, P: int) -> tuple | None:
     if op == "allgatherv":            # sendcount, P recv counts, sendtype recvtype
         if len(x) < 1 + P:
             return None
-        return ("coll", op, 0, int(round(mean(x[1:1 + P]) * dt(2 + P))), 0.0)
+        # its own block's bytes and each rank's: expand_direct replaces it by its messages
+        return ("coll", op, 0, int(round(mean(x[1:1 + P]) * dt(2 + P))), 0.0, x[0] * dt(1 + P),
+                tuple(c * dt(2 + P) for c in x[1:1 + P]))
     if op == "alltoallv":             # send_size, P send counts, recv_size, P recv counts, types
         if len(x) < 2 + 2 * P:
             return None
