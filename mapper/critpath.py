@@ -29,9 +29,9 @@ the root, allreduce a linear reduce then a binomial broadcast from rank 0, bcast
 barrier a linear gather and a binomial broadcast; an alltoall that SimGrid runs with its
 linear algorithm (NPB FT's: up to 512 ranks, sizes by its Open MPI selector) becomes its
 messages (expand_direct: a receive from and a send to every other rank, then a wait for
-them), and so does every alltoallv and allgather(v) (SimGrid's ialltoallv and iallgather(v),
-each pair at its own size), so
-the flow replay shares the links among them as SimGrid does; the others
+them), and so does every alltoallv and allgather(v) (SimGrid's ialltoallv and
+iallgather(v), each pair at its own size), so the flow replay shares the links among them
+as SimGrid does; the others
 (other alltoalls, gather, scatter, ...) direct, every rank from every other, and
 not before their bytes have crossed the busiest link or limiter, nor before a rank has sent
 its own one after another (above 512 ranks: the last entry plus each rank's latency to
@@ -47,7 +47,7 @@ import numpy as np
 
 DIRECT_MAX = 512                     # above this many ranks a direct collective is not summed pair by pair
 WEIGHT_S = 8775.0                    # SimGrid's network/weight-S: a flow's share ~ 1 / (latency + sum of weight_S / bandwidth)
-A2AV_MESSAGES_MAX = 1_000_000      # messages the alltoallvs and allgathervs of a trace may become (expand_direct)
+A2AV_MESSAGES_MAX = 1_000_000      # messages the alltoallvs and allgather(v)s of a trace may become (expand_direct)
 DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
 _SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
 _RECVS = {"recv", "irecv", "Irecv"}
@@ -89,7 +89,7 @@ def read_schedule(index: str | Path) -> Schedule | None:
     per_pair = A2AV_MESSAGES_MAX // (P * (P - 1)) if 2 <= P <= DIRECT_MAX else 0
     for f in files:
         acts = []
-        a2av = 0
+        expanded = 0
         with open(f, "rb") as fh:
             for ln in fh:
                 t = ln.split()
@@ -129,14 +129,14 @@ def read_schedule(index: str | Path) -> Schedule | None:
                     if got is None:
                         return None
                     if op in ("alltoallv", "allgatherv"):
-                        a2av += 1
-                        got = got if a2av <= per_pair else got[:5]
+                        expanded += 1
+                        got = got if expanded <= per_pair else got[:5]
                     acts.append(got)
                 elif op in _COLLS:
                     got = _coll(op, a)
                     if op == "allgather":
-                        a2av += 1
-                        got = got + ("messages",) if a2av <= per_pair else got
+                        expanded += 1
+                        got = got + ("messages",) if expanded <= per_pair else got
                     acts.append(got)
                 else:
                     return None
@@ -189,23 +189,17 @@ def expand_direct(sched: Schedule) -> Schedule:
                     new += [("isend", (r - i) % P, tag, act[3]) for i in range(1, P)]
                     new.append(("waitlast", (P - 1) * (2 if act[3] >= DETACHED else 1)))   # detached sends: no request
                     continue
-                if act[1] == "allgather" and len(act) > 5:        # (iallgather: as allgatherv below)
-                    tag = ("allgather", k)
-                    for i in range(P):
-                        if i != r:
-                            new += [("isend", i, tag, act[3]), ("irecv", i, tag, act[3])]
-                    new.append(("waitlast", (P - 1) * (2 if act[3] >= DETACHED else 1)))
-                    continue
-                if act[1] == "allgatherv" and len(act) > 6 and len(act[6]) == P:
-                    # SimGrid 3.32's allgatherv (iallgatherv): to and from every other rank in
-                    # rank order, a send of its own block and a receive of the other's, then a
-                    # wait for them all (as one exchange of the mean block, predict read
+                if act[1] in ("allgather", "allgatherv") and len(act) > 5:
+                    # SimGrid 3.32's allgather(v) (iallgather(v)): to and from every other rank
+                    # in rank order, a send of its own block and a receive of the other's, then
+                    # a wait for them all (as one exchange of the mean block, predict read
                     # 0.94-0.98 of SMPI on the all-gather SpMV on Desmos)
-                    tag = ("allgatherv", k)
+                    tag = (act[1], k)
+                    own, theirs = (act[5], act[6]) if act[1] == "allgatherv" else (act[3], [act[3]] * P)
                     for i in range(P):
                         if i != r:
-                            new += [("isend", i, tag, act[5]), ("irecv", i, tag, act[6][i])]
-                    new.append(("waitlast", (P - 1) * (2 if act[5] >= DETACHED else 1)))
+                            new += [("isend", i, tag, own), ("irecv", i, tag, theirs[i])]
+                    new.append(("waitlast", (P - 1) * (2 if own >= DETACHED else 1)))
                     continue
                 if act[1] == "alltoallv" and len(act) > 6 and len(act[5]) == P and len(act[6]) == P:
                     # SimGrid 3.32's alltoallv (ialltoallv, whatever the selector says): a
