@@ -87,9 +87,12 @@ def read_schedule(index: str | Path) -> Schedule | None:
     # sizes take memory (P^2 per call) and 2 M messages took 3.5 s to expand and encode on a
     # loaded machine; the later ones stay one exchange of the mean size
     per_pair = A2AV_MESSAGES_MAX // (P * (P - 1)) if 2 <= P <= DIRECT_MAX else 0
+    # the first rooted collectives (bcast, reduce, allreduce, barrier, gather(v), scatter(v),
+    # reducescatter) become their messages too, at most 2(P - 1) each, under the same cap
+    rooted_max = A2AV_MESSAGES_MAX // (2 * (P - 1)) if 2 <= P <= DIRECT_MAX else 0
     for f in files:
         acts = []
-        expanded = 0
+        expanded = rooted = 0
         with open(f, "rb") as fh:
             for ln in fh:
                 t = ln.split()
@@ -131,17 +134,25 @@ def read_schedule(index: str | Path) -> Schedule | None:
                     if op in ("alltoallv", "allgatherv"):
                         expanded += 1
                         got = got if expanded <= per_pair else got[:5]
+                    elif len(got) > 5:
+                        rooted += 1
+                        got = got if rooted <= rooted_max else got[:5]
                     acts.append(got)
                 elif op in _COLLS:
                     got = _coll(op, a)
                     if op == "allgather":
                         expanded += 1
                         got = got + ("messages",) if expanded <= per_pair else got
+                    elif op in _ROOTED:
+                        rooted += 1
+                        got = got + ("messages",) if rooted <= rooted_max else got
                     acts.append(got)
                 else:
                     return None
         ranks.append(acts)
-    return expand_direct(Schedule(ranks)) if ranks else None
+    if not ranks:
+        return None
+    return expand_direct(Schedule(ranks))
 
 
 def _alltoall_linear(P: int, size: int) -> bool:
@@ -173,7 +184,10 @@ def expand_direct(sched: Schedule) -> Schedule:
     of bounding the exchange by its busiest link (replay.c's direct_bound): on NPB FT 32 (512 KB per
     pair) the bound left the order of the placements to chance (Desmos /16: block 1.227 s,
     rankmap's 1.227 s, Scotch's 1.196 s of communication alone; SimGrid 1.321, 1.342,
-    1.254), the flows give SimGrid's time to 0.01 % for a lone alltoall."""
+    1.254), the flows give SimGrid's time to 0.01 % for a lone alltoall. The allgather(v)s
+    and alltoallvs read_schedule kept the sizes of become their messages too, and so does
+    every gatherv, scatterv and reducescatter of equal counts, at any P (P - 1 messages a
+    call: _rooted_messages)."""
     P = sched.size
     if P > DIRECT_MAX or P < 2:
         return sched
@@ -183,6 +197,9 @@ def expand_direct(sched: Schedule) -> Schedule:
         for act in acts:
             if act[0] == "coll":
                 k += 1
+                if (act[1] in _ROOTED or act[1] in _VCOLLS) and len(act) > 5 and act[1] not in ("alltoallv", "allgatherv"):
+                    new += _rooted_messages(act, r, P, k)
+                    continue
                 if act[1] == "alltoall" and act[3] > 0 and P >= 3 and _alltoall_linear(P, act[3]):
                     tag = ("alltoall", k)
                     new += [("irecv", (r + i) % P, tag, act[3]) for i in range(1, P)]
@@ -217,6 +234,71 @@ def expand_direct(sched: Schedule) -> Schedule:
             new.append(act)
         out.append(new)
     return Schedule(out)
+
+
+_ROOTED = {"bcast", "reduce", "allreduce", "barrier", "gather", "scatter"}
+
+
+def _rooted_messages(act: tuple, r: int, P: int, k: int) -> list:
+    """Rank r's messages of its k-th collective as SimGrid 3.32's default selector sends
+    them: gather(v), reduce: each rank's block to the root at once, the root receiving from
+    every other rank in rank order (igather(v), ireduce); scatter(v) the other way; bcast:
+    a binomial tree (a blocking receive from the parent, then blocking sends to the children,
+    farthest first); allreduce: a reduce to rank 0, then its bcast; barrier: Open MPI's
+    linear one; reducescatter of equal counts: a reduce of the whole vector to rank 0, then
+    its scatterv; then the reduction's compute. (The closed forms they replace read 0.08-0.56
+    of SimGrid's time on three calls of 8 B-1 MB on 6 ranks: calls overlapped that SimGrid
+    runs in turn, and the root's link was not shared.)"""
+    op, root, size, flops = act[1], act[2], act[3], float(act[4])
+    others = [i for i in range(P) if i != root]
+    tail = [("compute", flops)] if flops > 0 else []
+
+    def into(root, tag, own, counts):            # every rank's block to the root
+        if r != root:
+            return [("isend", root, tag, own)] + ([("waitlast", 1)] if own >= DETACHED else [])
+        src = [i for i in range(P) if i != root]
+        return [("irecv", i, tag, counts[i]) for i in src] + [("waitlast", P - 1)]
+
+    def out_of(root, tag, own, counts):          # the root's block to every rank
+        if r != root:
+            return [("irecv", root, tag, own), ("waitlast", 1)]
+        dst = [i for i in range(P) if i != root]
+        waits = sum(counts[i] >= DETACHED for i in dst)
+        return [("isend", i, tag, counts[i]) for i in dst] + ([("waitlast", waits)] if waits else [])
+
+    def bcast(root, tag, size):
+        rel, mask, got = (r - root) % P, 1, []
+        while mask < P:
+            if rel & mask:
+                got.append(("recv", (r - mask) % P, tag, size))
+                break
+            mask <<= 1
+        mask >>= 1
+        while mask > 0:
+            if rel + mask < P:
+                got.append(("send", (r + mask) % P, tag, size))
+            mask >>= 1
+        return got
+
+    if op in ("gatherv", "scatterv"):
+        return (into if op == "gatherv" else out_of)(root, (op, k), act[5], act[6])
+    if op == "reducescatter":
+        counts = act[6]
+        return (into(0, ("reduce", k), act[5], [act[5]] * P)
+                + out_of(0, ("scatterv", k), counts[r], counts) + tail)
+    if op in ("gather", "reduce"):
+        return into(root, (op, k), size, [size] * P) + (tail if op == "reduce" else [])
+    if op == "scatter":
+        return out_of(root, (op, k), size, [size] * P)
+    if op == "bcast":
+        return bcast(root, (op, k), size)
+    if op == "allreduce":
+        return into(0, ("reduce", k), size, [size] * P) + bcast(0, ("bcast", k), size) + tail
+    # barrier
+    if r:
+        return [("send", 0, ("barrier", k), 0), ("recv", 0, ("barrier", k), 0)]
+    return [("irecv", i, ("barrier", k), 0) for i in others] + [("waitlast", P - 1)] + \
+        [("isend", i, ("barrier", k), 0) for i in others]
 
 
 def _coll(op: str, a: list) -> tuple:
@@ -270,10 +352,27 @@ def _vcoll(op: str, tok: list, P: int) -> tuple | None:
     if op == "reducescatter":         # P recv counts, amount, type
         if len(x) < P:
             return None
-        return ("coll", op, 0, int(round(mean(x[:P]) * dt(P + 1))), float(x[P]) if len(x) > P else 0.0)
-    # gatherv / scatterv: modelled as gather / scatter to and from rank 0 (the traffic reader's model)
-    counts = x[1:1 + P] if len(x) > P else x[:1]
-    return ("coll", op, 0, int(round(mean(counts) * (DATATYPE_SIZE.get(x[-1], 1) if len(x) > 1 else 1))), 0.0)
+        flops = float(x[P]) if len(x) > P else 0.0
+        counts = tuple(c * dt(P + 1) for c in x[:P])
+        if len(set(counts)) == 1:
+            # equal counts: SimGrid 3.32's reduce_scatter__default, a reduce of the whole vector
+            # to rank 0, then a scatterv of it (expand_direct); unequal: MPICH's, one exchange
+            return ("coll", op, 0, counts[0], flops, sum(counts), counts)
+        return ("coll", op, 0, int(round(mean(counts))), flops)
+    # gatherv: sendcount, P recv counts (the root's; zeros on other ranks), root, send and recv
+    # types; scatterv: P send counts (the root's), recvcount, root, types. expand_direct sends
+    # them as SimGrid's igatherv/iscatterv do (they were a gather/scatter of the mean count to and
+    # from rank 0, whatever the root: no time where the counts were the other ranks' zeros)
+    if len(x) < P + 1:
+        return None
+    root = x[P + 1] if len(x) > P + 1 else 0
+    if not 0 <= root < P:
+        return None
+    if op == "gatherv":
+        own, counts = x[0] * dt(P + 2), tuple(c * dt(P + 3) for c in x[1:1 + P])
+    else:
+        own, counts = x[P] * dt(P + 3), tuple(c * dt(P + 2) for c in x[:P])
+    return ("coll", op, root, own, 0.0, own, counts)
 
 
 def schedule_of(traffic) -> Schedule | None:

@@ -264,7 +264,10 @@ def _auto(op, p, n):
 
 SMPI_DEFAULT = {"bcast": "binomial", "reduce": "linear", "allreduce": "linear-binomial", "allgather": "direct",
                 "allgatherv": "direct", "alltoall": "direct", "gather": "linear", "scatter": "linear",
-                "barrier": "linear", "scan": "chain", "exscan": "chain"}
+                "barrier": "linear", "scan": "chain", "exscan": "chain",
+                # reduce_scatter__default with equal counts: a linear reduce of the whole vector to rank 0,
+                # then a linear scatterv (unequal counts go to MPICH's; the table keeps only the total)
+                "reduce_scatter": "linear-reduce+scatter", "reduce_scatter_block": "linear-reduce+scatter"}
 
 
 def _algorithm(op, p, n, model):
@@ -342,9 +345,10 @@ def pattern(op: str, p: int, n: float, model: str = "auto", k: int | None = None
         if alg in ("recursive-halving", "recursive-doubling") and _pow2(p):
             # halving from distance p/2 (allgatherv: doubling, the same volumes)
             return recursive_doubling(p, lambda d, p2: total * d / p2), alg
-        if alg == "reduce+scatter" and op != "allgatherv":
-            # the whole vector reduced up an in-order binomial tree, then scattered from rank 0
-            red = _rev(tree_down("binomial-inorder", p))
+        if alg in ("reduce+scatter", "linear-reduce+scatter") and op != "allgatherv":
+            # the whole vector reduced up an in-order binomial tree (SMPI: straight to rank 0),
+            # then scattered from rank 0
+            red = _rev(tree_down("binomial-inorder" if alg == "reduce+scatter" else "linear", p))
             return _cat(_scale(red, total), _scale(tree_down("linear", p), total / p)), alg
         return ring_step(p, total * (p - 1) / p, p - 1), "ring"
     if op == "alltoall":

@@ -188,6 +188,9 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
                         if c and dst != r:
                             rows.append(r), cols.append(dst), byts.append(c * size)
                     continue
+                if op in ("gatherv", "scatterv"):
+                    _rooted_v(op, tok, n, r, unknown, rows, cols, byts)
+                    continue
                 if r != 0:          # every other collective: its table row comes from rank 0's file
                     continue
                 op_name, root, nbytes = _collective(op, tok, n, unknown)
@@ -252,6 +255,25 @@ def _collective(op: str, tok: list, n: int, unknown: list):
     if op == "reducescatter":                  # P recv counts, amount, type
         counts = [int(x) for x in tok[:n]]
         return OPS[op], -1, sum(counts) * _size(tok[-1] if len(tok) > n else None, unknown)
-    # gatherv / scatterv: per-rank counts depend on the root's view; model them as gather/scatter
-    counts = [int(x) for x in tok[1:1 + n]] if len(tok) > n else [int(tok[0])]
-    return op[:-1], 0, (sum(counts) // max(1, len(counts))) * _size(tok[-1], unknown)
+    raise ValueError(op)        # gatherv / scatterv: _rooted_v
+
+
+def _rooted_v(op: str, tok: list, n: int, r: int, unknown: list, rows: list, cols: list, byts: list) -> None:
+    """Rank r's message of a gatherv (to the root) or scatterv (from it), from r's own line
+    (SMPI 3.32: gatherv sendcount, P recv counts, root, send and recv types; scatterv P send
+    counts, recvcount, root, types; the P counts are the root's, zeros on the other ranks):
+    the pairs as SimGrid's igatherv/iscatterv send them. (They were read from rank 0's line as
+    a gather or scatter of the mean count to and from rank 0: nothing where rank 0 was not
+    the root, the wrong pairs where it was not rank 0.)"""
+    if len(tok) < 1 + n:
+        raise ValueError(len(tok))
+    root = int(tok[1 + n]) if len(tok) > 1 + n else 0
+    if not 0 <= root < n:
+        raise ValueError(root)
+    count, dt = (tok[0], 2 + n) if op == "gatherv" else (tok[n], 3 + n)
+    b = int(count) * _size(tok[dt] if len(tok) > dt else None, unknown)
+    if b < 0 or b > validate.MAX_PAIR_BYTES:
+        raise ValueError(b)
+    if b and r != root:
+        src, dst = (r, root) if op == "gatherv" else (root, r)
+        rows.append(src), cols.append(dst), byts.append(b)

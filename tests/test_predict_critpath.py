@@ -137,3 +137,42 @@ def test_alltoallv_messages_are_capped(tmp_path, monkeypatch):
         assert sorted(a[3] for a in acts if a[0] == "irecv") == sorted([8 * i for i in range(P) if i != r] * 2)
         assert [a[:2] for a in acts if a[0] == "coll"] == [("coll", "alltoallv")]
         assert len(acts[-1]) == 5 and acts[-1][3] == 12           # the mean of the counts, x 8 bytes
+
+
+def test_rooted_collectives_are_capped(tmp_path, monkeypatch):
+    """The first rooted collectives of a trace (bcast, reduce, allreduce, barrier, gather(v),
+    scatter(v), reducescatter) become their messages, at most 2(P - 1) each under
+    A2AV_MESSAGES_MAX; the later ones keep their closed form, on every rank alike."""
+    from rankmap.mapper import critpath
+    P = 4
+    monkeypatch.setattr(critpath, "A2AV_MESSAGES_MAX", 2 * 2 * (P - 1))
+    sched = read_schedule(ti_trace(tmp_path, [["bcast 10 1 0", "reduce 10 0 2 0", "allreduce 10 0 0"]
+                                              for _ in range(P)]))
+    for r, acts in enumerate(sched.ranks):
+        assert [a[:2] for a in acts if a[0] == "coll"] == [("coll", "allreduce")]
+        assert not any(a[0] == "coll" and a[1] in ("bcast", "reduce") for a in acts)
+    assert [a[0] for a in sched.ranks[2] if a[0] not in ("waitlast", "coll")] == ["recv"] + ["irecv"] * (P - 1)
+
+
+def test_gatherv_and_scatterv_traffic_is_their_pairs(tmp_path):
+    """A trace's gatherv and scatterv are read from each rank's own line (the counts list is
+    the root's only): rank r's block to or from the root, whatever the root. (They were read
+    from rank 0's line as a gather to rank 0 of the mean count: nothing where rank 0 was not
+    the root.) A reduce_scatter of SMPI's default: a reduce to rank 0, then its scatter."""
+    from rankmap.profiler.formats import read_traffic
+    P = 4
+    zeros = " ".join(["0"] * P)
+    lines = [[f"gatherv {10 * (r + 1)} {'10 20 30 40' if r == 2 else zeros} 2 2 2",
+              f"scatterv {'5 6 7 8' if r == 1 else zeros} {5 + r} 1 2 2"] for r in range(P)]
+    (tmp_path / "g").mkdir(), (tmp_path / "rs").mkdir()
+    t = read_traffic(ti_trace(tmp_path / "g", lines), "smpi", "none")
+    want = np.zeros((P, P))
+    for r in range(P):
+        if r != 2:
+            want[r, 2] += 10 * (r + 1)
+        if r != 1:
+            want[1, r] += 5 + r
+    assert np.array_equal(t.bytes.toarray(), want)
+    rs = read_traffic(ti_trace(tmp_path / "rs", [["reducescatter 100 100 100 100 0 2"]] * P), "smpi", "smpi")
+    assert np.array_equal(rs.bytes.toarray()[:, 0], [0, 400, 400, 400])       # the whole vector to rank 0
+    assert np.array_equal(rs.bytes.toarray()[0], [0, 100, 100, 100])          # each rank's block back
