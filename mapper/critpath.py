@@ -47,7 +47,7 @@ import numpy as np
 
 DIRECT_MAX = 512                     # above this many ranks a direct collective is not summed pair by pair
 WEIGHT_S = 8775.0                    # SimGrid's network/weight-S: a flow's share ~ 1 / (latency + sum of weight_S / bandwidth)
-A2AV_MESSAGES_MAX = 1_000_000      # messages the alltoallvs and allgather(v)s of a trace may become (expand_direct)
+A2AV_MESSAGES_MAX = 1_000_000      # messages the alltoallvs, allgather(v)s and scans of a trace may become (expand_direct)
 DETACHED = 65536                     # SimGrid's smpi/send-is-detached-thresh default (bytes)
 _SENDS = {"send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend"}
 _RECVS = {"recv", "irecv", "Irecv"}
@@ -82,8 +82,9 @@ def read_schedule(index: str | Path) -> Schedule | None:
     ranks = []
     files = list(rank_files(index))
     P = len(files)
-    # the first alltoallvs and allgather(v)s (the same on every rank) keep each pair's size, to become their
-    # messages (expand_direct), as long as they add at most A2AV_MESSAGES_MAX messages: the
+    # the first alltoallvs, allgather(v)s and (ex)scans (the same on every rank) keep each
+    # pair's size, to become their messages (expand_direct), as long as they add at most
+    # A2AV_MESSAGES_MAX messages: the
     # sizes take memory (P^2 per call) and 2 M messages took 3.5 s to expand and encode on a
     # loaded machine; the later ones stay one exchange of the mean size
     per_pair = A2AV_MESSAGES_MAX // (P * (P - 1)) if 2 <= P <= DIRECT_MAX else 0
@@ -140,7 +141,7 @@ def read_schedule(index: str | Path) -> Schedule | None:
                     acts.append(got)
                 elif op in _COLLS:
                     got = _coll(op, a)
-                    if op == "allgather":
+                    if op in ("allgather", "scan", "exscan"):
                         expanded += 1
                         got = got + ("messages",) if expanded <= per_pair else got
                     elif op in _ROOTED:
@@ -197,7 +198,7 @@ def expand_direct(sched: Schedule) -> Schedule:
         for act in acts:
             if act[0] == "coll":
                 k += 1
-                if (act[1] in _ROOTED or act[1] in _VCOLLS) and len(act) > 5 and act[1] not in ("alltoallv", "allgatherv"):
+                if act[1] in _ROOTED_ANY and len(act) > 5:
                     new += _rooted_messages(act, r, P, k)
                     continue
                 if act[1] == "alltoall" and act[3] > 0 and P >= 3 and _alltoall_linear(P, act[3]):
@@ -205,6 +206,15 @@ def expand_direct(sched: Schedule) -> Schedule:
                     new += [("irecv", (r + i) % P, tag, act[3]) for i in range(1, P)]
                     new += [("isend", (r - i) % P, tag, act[3]) for i in range(1, P)]
                     new.append(("waitlast", (P - 1) * (2 if act[3] >= DETACHED else 1)))   # detached sends: no request
+                    continue
+                if act[1] in ("scan", "exscan") and len(act) > 5:
+                    # SimGrid 3.32's scan and exscan: a receive from every lower rank and a send
+                    # to every higher one at once, a wait for them all, then the reduction
+                    tag = (act[1], k)
+                    new += [("irecv", i, tag, act[3]) for i in range(r)]
+                    new += [("isend", i, tag, act[3]) for i in range(r + 1, P)]
+                    new.append(("waitlast", r + (P - 1 - r if act[3] >= DETACHED else 0)))
+                    new += [("compute", act[4])] if act[4] > 0 else []
                     continue
                 if act[1] in ("allgather", "allgatherv") and len(act) > 5:
                     # SimGrid 3.32's allgather(v) (iallgather(v)): to and from every other rank
@@ -237,6 +247,7 @@ def expand_direct(sched: Schedule) -> Schedule:
 
 
 _ROOTED = {"bcast", "reduce", "allreduce", "barrier", "gather", "scatter"}
+_ROOTED_ANY = _ROOTED | {"gatherv", "scatterv", "reducescatter"}           # (_rooted_messages)
 
 
 def _rooted_messages(act: tuple, r: int, P: int, k: int) -> list:

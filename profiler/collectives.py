@@ -264,7 +264,7 @@ def _auto(op, p, n):
 
 SMPI_DEFAULT = {"bcast": "binomial", "reduce": "linear", "allreduce": "linear-binomial", "allgather": "direct",
                 "allgatherv": "direct", "alltoall": "direct", "gather": "linear", "scatter": "linear",
-                "barrier": "linear", "scan": "chain", "exscan": "chain",
+                "barrier": "linear", "scan": "direct", "exscan": "direct",
                 # reduce_scatter__default with equal counts: a linear reduce of the whole vector to rank 0,
                 # then a linear scatterv (unequal counts go to MPICH's; the table keeps only the total)
                 "reduce_scatter": "linear-reduce+scatter", "reduce_scatter_block": "linear-reduce+scatter"}
@@ -357,6 +357,9 @@ def pattern(op: str, p: int, n: float, model: str = "auto", k: int | None = None
             return bruck(p, lambda r, d: float(sum(1 for j in range(p) if j >> r & 1))), alg
         return direct_all(p), "direct"
     if op in ("scan", "exscan"):
+        if alg == "direct":          # SMPI's: every rank's block to every higher rank at once
+            i, j = np.triu_indices(p, 1)
+            return _e(i, j, 1.0), alg
         return tree_down("chain", p), "chain"
     raise UserError(f"no model for collective operation {op!r}")
 

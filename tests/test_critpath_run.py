@@ -652,7 +652,9 @@ def test_rooted_collectives_against_simgrid(tmp_path):
     two ranks and 4 kB on the others, their counts on the root's line only, as SMPI writes
     them): replayed as those messages, predict's run estimate is within 2 % of SimGrid's under
     block and under cyclic. (The closed forms before read 0.08-0.56 of SimGrid's time, the
-    calls overlapping; the gatherv, read as a gather of rank 0's zeros, 0.)"""
+    calls overlapping; the gatherv, read as a gather of rank 0's zeros, 0.) SimGrid's scan and
+    exscan: every rank's block to every higher rank at once (an allreduce's form read 0.26-0.76,
+    block faster than cyclic where SimGrid has it slower)."""
     import shutil
     from conftest import require
     from rankmap.mapper import writers
@@ -668,7 +670,8 @@ def test_rooted_collectives_against_simgrid(tmp_path):
         return " ".join(map(str, block if r == root else [0] * P))
     every = {"reducescatter": f"reducescatter {' '.join(['20000'] * P)} 1000000 0",
              "bcast": "bcast 120000 1 0", "reduce": "reduce 8000 1000000 3 0", "allreduce": "allreduce 120000 0 0",
-             "gather": "gather 8000 8000 2 0 0", "scatter": "scatter 1000 1000 4 0 0", "barrier": "barrier"}
+             "gather": "gather 8000 8000 2 0 0", "scatter": "scatter 1000 1000 4 0 0", "barrier": "barrier",
+             "scan": "scan 8000 1000000 0", "exscan": "exscan 120000 0 0"}
     traces = {"gatherv": [[f"gatherv {block[r]} {counts(r, 2)} 2 0 0"] * 3 for r in range(P)],
               "scatterv": [[f"scatterv {counts(r, 4)} {block[r]} 4 0 0"] * 3 for r in range(P)],
               **{k: [[ln] * 3] * P for k, ln in every.items()}}
