@@ -512,3 +512,27 @@ def test_tight_splits_of_units_of_work_with_vcycles_get_a_kahip_run_with_room(mo
     B._PRESET[(n, len(e), tuple(tight))] = "strong"
     b = B.kahip_candidates(indptr, e[:, 1], np.ones(len(e)), tight, 0, units=True, vcycles=True)
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_equal_candidates_get_their_v_cycles_once(monkeypatch):
+    # a split's candidate equal to an earlier one (METIS's recursive and k-way splits often are)
+    # is not improved again: the same splits come out, with one V-cycle run fewer
+    if not B.mtkahypar_available():
+        pytest.skip("no mtkahypar")
+    from rankmap.mapper import partition as P
+    n, indptr, e = _grid(24)
+    sub = P._Sub((indptr, e[:, 1].copy(), np.ones(len(e))), np.arange(n), np.full(n, -1, dtype=np.int64))
+    caps = [144] * 4
+    metis = B.metis
+    calls = []
+    improve = B.MtKaHyPar.improve
+    monkeypatch.setattr(B.MtKaHyPar, "improve", lambda self, p: calls.append(p.tobytes()) or improve(self, p))
+    once = P.split_candidates(sub, caps, 5, n + len(e))
+    assert len(calls) == len(set(calls))
+    ran = len(calls)
+    monkeypatch.setattr(B, "metis", lambda *a, **k: (lambda c: c + [x.copy() for x in c])(metis(*a, **k)))
+    calls.clear()
+    twice = P.split_candidates(sub, caps, 5, n + len(e))
+    assert len(calls) == ran
+    assert [c for c, _ in once] == [c for c, _ in twice]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(once, twice))
