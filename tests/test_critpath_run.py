@@ -574,13 +574,10 @@ def test_a_choice_and_an_estimate_have_their_own_flow_budget(tmp_path, monkeypat
     assert choose.final(slot) == (est["run_seconds"], est["run_comm_seconds"])   # the choice's final estimate: flows
 
 
-@pytest.mark.smpi
-def test_alltoallv_against_simgrid(tmp_path):
-    """An alltoallv of 6 ranks on three Desmos nodes at /16 whose pairs differ by 100x (each
-    rank's next one gets 400 kB, the others 4 kB or nothing): replayed as its messages (every
-    pair, empty ones too, as SimGrid's ialltoallv posts them), predict's run estimate is
-    SimGrid's time within 2 % under block and under cyclic, and orders them as SimGrid does.
-    As one exchange of the mean size it read the same time for both (SimGrid: 1.96x apart)."""
+def _against_simgrid(tmp_path, traces: dict) -> dict:
+    """Each trace (6 ranks' lines) replayed by SimGrid and estimated by predict (its run
+    estimate) under block and cyclic on three Desmos nodes at /16: {(kind, placement):
+    (SimGrid's seconds, predict's, the schedule)}."""
     import shutil
     from conftest import require
     from rankmap.mapper import writers
@@ -589,6 +586,28 @@ def test_alltoallv_against_simgrid(tmp_path):
     assert run_cli("platform", "desmos", "--out", tmp_path / "p", "--network-scale", "0.0625").returncode == 0
     p, pdir = plat.load(tmp_path / "p")
     m = mspec.build(plat.machine_spec(p))
+    got = {}
+    for kind, lines in traces.items():
+        P = len(lines)
+        for name, hosts in (("block", ["n0", "n0", "n1", "n1", "n2", "n2"]), ("cyclic", ["n0", "n1", "n2"] * 2)):
+            d = tmp_path / f"{kind}-{name}"
+            d.mkdir()
+            idx = ti_trace(d, lines)
+            sched = read_schedule(idx)
+            hf = smpi.write_hostfile(hosts, d / "hf")
+            sim = smpi.replay(idx, p, pdir, hf, P).seconds
+            est = run_estimate(sched, m, writers.read_mapping(hf, m, P), p.network())["run_seconds"]
+            got[kind, name] = (sim, est, sched)
+    return got
+
+
+@pytest.mark.smpi
+def test_alltoallv_against_simgrid(tmp_path):
+    """An alltoallv of 6 ranks on three Desmos nodes at /16 whose pairs differ by 100x (each
+    rank's next one gets 400 kB, the others 4 kB or nothing): replayed as its messages (every
+    pair, empty ones too, as SimGrid's ialltoallv posts them), predict's run estimate is
+    SimGrid's time within 2 % under block and under cyclic, and orders them as SimGrid does.
+    As one exchange of the mean size it read the same time for both (SimGrid: 1.96x apart)."""
     P = 6
 
     def count(i, j):          # doubles from i to j
@@ -598,18 +617,12 @@ def test_alltoallv_against_simgrid(tmp_path):
         s = [count(r, j) for j in range(P)]
         v = [count(i, r) for i in range(P)]
         lines.append([f"alltoallv {sum(s)} {' '.join(map(str, s))} {sum(v)} {' '.join(map(str, v))} 0 0"] * 3)
-    got = {}
-    for name, hosts in (("block", ["n0", "n0", "n1", "n1", "n2", "n2"]), ("cyclic", ["n0", "n1", "n2"] * 2)):
-        (tmp_path / name).mkdir()
-        idx = ti_trace(tmp_path / name, lines)
-        sched = read_schedule(idx)
+    got = _against_simgrid(tmp_path, {"a2av": lines})
+    for (_, name), (sim, est, sched) in got.items():
         assert sum(a[0] == "isend" for a in sched.ranks[0]) == 3 * (P - 1)       # its messages, empty ones too
-        hf = smpi.write_hostfile(hosts, tmp_path / name / "hf")
-        sim = smpi.replay(idx, p, pdir, hf, P).seconds
-        est = run_estimate(sched, m, writers.read_mapping(hf, m, P), p.network())["run_seconds"]
-        got[name] = (sim, est)
         assert est == pytest.approx(sim, rel=0.02), (name, sim, est)
-    assert (got["block"][0] < got["cyclic"][0]) == (got["block"][1] < got["cyclic"][1]), got
+    (bs, be, _), (cs, ce, _) = got["a2av", "block"], got["a2av", "cyclic"]
+    assert (bs < cs) == (be < ce), got
 
 
 @pytest.mark.smpi
@@ -619,27 +632,12 @@ def test_allgather_and_allgatherv_against_simgrid(tmp_path):
     4 kB on the others (allgatherv), 40 kB each (allgather): predict's run estimate within 2 %
     of SimGrid's under block and under cyclic. (As one exchange of the mean block: 25 % and
     62 % below SimGrid for the allgatherv, the same for both placements.)"""
-    import shutil
-    from conftest import require
-    from rankmap.mapper import writers
-    from rankmap.slurm import platform as plat, smpi
-    require(bool(shutil.which("smpirun")), "SimGrid SMPI (libsimgrid-dev) not installed")
-    assert run_cli("platform", "desmos", "--out", tmp_path / "p", "--network-scale", "0.0625").returncode == 0
-    p, pdir = plat.load(tmp_path / "p")
-    m = mspec.build(plat.machine_spec(p))
     P = 6
     block = [50_000 if r in (0, 3) else 500 for r in range(P)]
     traces = {"v": [[f"allgatherv {block[r]} {' '.join(map(str, block))} 0 0"] * 3 for r in range(P)],
               "fixed": [["allgather 5000 5000 0 0"] * 3 for r in range(P)]}
-    for kind, lines in traces.items():
-        for name, hosts in (("block", ["n0", "n0", "n1", "n1", "n2", "n2"]), ("cyclic", ["n0", "n1", "n2"] * 2)):
-            d = tmp_path / f"{kind}-{name}"
-            d.mkdir()
-            idx = ti_trace(d, lines)
-            hf = smpi.write_hostfile(hosts, d / "hf")
-            sim = smpi.replay(idx, p, pdir, hf, P).seconds
-            est = run_estimate(read_schedule(idx), m, writers.read_mapping(hf, m, P), p.network())["run_seconds"]
-            assert est == pytest.approx(sim, rel=0.02), (kind, name, sim, est)
+    for key, (sim, est, _) in _against_simgrid(tmp_path, traces).items():
+        assert est == pytest.approx(sim, rel=0.02), (key, sim, est)
 
 
 @pytest.mark.smpi
@@ -653,16 +651,8 @@ def test_rooted_collectives_against_simgrid(tmp_path):
     them): replayed as those messages, predict's run estimate is within 2 % of SimGrid's under
     block and under cyclic. (The closed forms before read 0.08-0.56 of SimGrid's time, the
     calls overlapping; the gatherv, read as a gather of rank 0's zeros, 0.) SimGrid's scan and
-    exscan: every rank's block to every higher rank at once (an allreduce's form read 0.26-0.76,
+    exscan: every rank's block to every higher rank at once (an allreduce's form read 0.26-2.31,
     block faster than cyclic where SimGrid has it slower)."""
-    import shutil
-    from conftest import require
-    from rankmap.mapper import writers
-    from rankmap.slurm import platform as plat, smpi
-    require(bool(shutil.which("smpirun")), "SimGrid SMPI (libsimgrid-dev) not installed")
-    assert run_cli("platform", "desmos", "--out", tmp_path / "p", "--network-scale", "0.0625").returncode == 0
-    p, pdir = plat.load(tmp_path / "p")
-    m = mspec.build(plat.machine_spec(p))
     P = 6
     block = [50_000 if r in (0, 3) else 500 for r in range(P)]
 
@@ -675,15 +665,7 @@ def test_rooted_collectives_against_simgrid(tmp_path):
     traces = {"gatherv": [[f"gatherv {block[r]} {counts(r, 2)} 2 0 0"] * 3 for r in range(P)],
               "scatterv": [[f"scatterv {counts(r, 4)} {block[r]} 4 0 0"] * 3 for r in range(P)],
               **{k: [[ln] * 3] * P for k, ln in every.items()}}
-    for kind, lines in traces.items():
-        for name, hosts in (("block", ["n0", "n0", "n1", "n1", "n2", "n2"]), ("cyclic", ["n0", "n1", "n2"] * 2)):
-            d = tmp_path / f"{kind}-{name}"
-            d.mkdir()
-            idx = ti_trace(d, lines)
-            sched = read_schedule(idx)
-            if kind in ("gatherv", "scatterv"):        # rank 1 (not the root): one message a call
-                assert sum(a[0] in ("isend", "irecv") for a in sched.ranks[1]) == 3
-            hf = smpi.write_hostfile(hosts, d / "hf")
-            sim = smpi.replay(idx, p, pdir, hf, P).seconds
-            est = run_estimate(sched, m, writers.read_mapping(hf, m, P), p.network())["run_seconds"]
-            assert est == pytest.approx(sim, rel=0.02), (kind, name, sim, est)
+    for (kind, name), (sim, est, sched) in _against_simgrid(tmp_path, traces).items():
+        if kind in ("gatherv", "scatterv"):            # rank 1 (not the root): one message a call
+            assert sum(a[0] in ("isend", "irecv") for a in sched.ranks[1]) == 3
+        assert est == pytest.approx(sim, rel=0.02), (kind, name, sim, est)
