@@ -144,7 +144,7 @@ def read_schedule(index: str | Path) -> Schedule | None:
                     if op in ("allgather", "scan", "exscan"):
                         expanded += 1
                         got = got + ("messages",) if expanded <= per_pair else got
-                    elif op in _ROOTED:
+                    elif op in _ROOTED and 0 <= got[2] < P:      # (a root out of range: the closed form's rank 0)
                         rooted += 1
                         got = got + ("messages",) if rooted <= rooted_max else got
                     acts.append(got)
