@@ -47,3 +47,30 @@ def test_light_partitioning_runs_no_kahip(monkeypatch):
     monkeypatch.setattr(B, "kahip", no_kahip)
     slot = P.hierarchical(g, m, m.tree(), 1, light=True)
     assert len(np.unique(slot)) == W.shape[0] and slot.min() >= 0
+
+
+def test_packed_too_second_search_keeps_one_kind_of_start(monkeypatch):
+    """A partly filled machine: _packed_too's search on the fewest nodes (one_start) starts from
+    the network start alone on a torus, from METIS's partitionings alone on a switch tree; the
+    first search on all nodes keeps both. Deterministic per seed."""
+    W = _stencil(20, 15)                                   # 300 ranks
+    t = Traffic(bytes=W, source="test", format="test")
+    torus = M.build([f"n{i:02d}" for i in range(80)], ["pack:2 core:4"], torus="5x4x4", level_costs="1000,100,10")
+    tree = M.build([f"n{i:02d}" for i in range(32)], ["pack:2 core:8"], switches="2x16", level_costs="3000,1000,100,10")
+    for m, kind in ((torus, "network"), (tree, "metis")):
+        calls = []
+        real = S._solve
+
+        def spy(*a, **k):
+            r = real(*a, **k)
+            calls.append((k.get("one_start", False), sorted(r.candidates)))
+            return r
+        monkeypatch.setattr(S, "_solve", spy)
+        res = S.solve(t, m, seed=3)
+        monkeypatch.setattr(S, "_solve", real)
+        assert [c[0] for c in calls] == [False, True]          # the second search ran, with one_start
+        first, second = calls[0][1], calls[1][1]
+        assert any(c.startswith("metis") for c in first) and any(c.startswith("network") for c in first)
+        assert all(c.startswith(kind) or c.startswith("grid") for c in second), second
+        again = S.solve(t, m, seed=3)
+        assert np.array_equal(res.slot_of_rank, again.slot_of_rank) and res.cost == again.cost
