@@ -84,9 +84,9 @@ def read_schedule(index: str | Path) -> Schedule | None:
     P = len(files)
     # the first alltoallvs, allgather(v)s and (ex)scans (the same on every rank) keep each
     # pair's size, to become their messages (expand_direct), as long as they add at most
-    # A2AV_MESSAGES_MAX messages: the
-    # sizes take memory (P^2 per call) and 2 M messages took 3.5 s to expand and encode on a
-    # loaded machine; the later ones stay one exchange of the mean size
+    # A2AV_MESSAGES_MAX messages: the sizes take memory (P^2 per call) and 2 M messages took
+    # 3.5 s to expand and encode on a loaded machine; the later ones stay one exchange of the
+    # mean size
     per_pair = A2AV_MESSAGES_MAX // (P * (P - 1)) if 2 <= P <= DIRECT_MAX else 0
     # the first rooted collectives (bcast, reduce, allreduce, barrier, gather(v), scatter(v),
     # reducescatter) become their messages too, at most 2(P - 1) each, under the same cap
@@ -185,10 +185,10 @@ def expand_direct(sched: Schedule) -> Schedule:
     of bounding the exchange by its busiest link (replay.c's direct_bound): on NPB FT 32 (512 KB per
     pair) the bound left the order of the placements to chance (Desmos /16: block 1.227 s,
     rankmap's 1.227 s, Scotch's 1.196 s of communication alone; SimGrid 1.321, 1.342,
-    1.254), the flows give SimGrid's time to 0.01 % for a lone alltoall. The allgather(v)s
-    and alltoallvs read_schedule kept the sizes of become their messages too, and so does
-    every gatherv, scatterv and reducescatter of equal counts, at any P (P - 1 messages a
-    call: _rooted_messages)."""
+    1.254), the flows give SimGrid's time to 0.01 % for a lone alltoall. The collectives
+    read_schedule marked (its cap) become their messages too: allgather(v), alltoallv and
+    (ex)scan here, the rooted ones (bcast, reduce, allreduce, barrier, gather(v), scatter(v),
+    reducescatter of equal counts) in _rooted_messages."""
     P = sched.size
     if P > DIRECT_MAX or P < 2:
         return sched
