@@ -261,6 +261,151 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
     return slot, (info if info["swaps"] else {})
 
 
+NODE_LINKS_MAX_NODES = 1024   # node_link_share: nodes^2 rows (1,024 nodes: 2-4 M entries)
+NODE_RANK_WORK = 3 * 10 ** 5  # balance_nodes: rounds x ranks (a round scans ranks x nodes: 10^4 ranks, 320 nodes, 40 ms)
+
+
+def node_link_share(machine: Machine):
+    """(K, nodes, with global links): the loads of the global links (if any) and of the
+    nodes' own links (each node's link out, then each node's link in, per link of its
+    capacity) are P.ravel() @ K, P the nodes x nodes bytes between nodes; None where the network has no node links of its own
+    (a torus, no network) or more than NODE_LINKS_MAX_NODES nodes."""
+    from rankmap.mapper.network import Dragonfly, SwitchTree
+    net, N = machine.network, machine.nnodes
+    if not isinstance(net, (SwitchTree, Dragonfly)) or not 2 <= N <= NODE_LINKS_MAX_NODES:
+        return None
+    if isinstance(net, SwitchTree):
+        k = net.groups.shape[1]
+        cap = net._capacity(k - 1, net._sizes()[-1])[net.groups[:, -1]]
+    else:
+        cap = np.ones(N)
+    g, h = np.divmod(np.arange(N * N), N)
+    x = g != h
+    g, h = g[x], h[x]
+    own = sp.csr_matrix((np.concatenate([1 / cap[g], 1 / cap[h]]),
+                         (np.concatenate([g * N + h] * 2), np.concatenate([g, N + h]))), shape=(N * N, 2 * N))
+    parts = [own]
+    if net.groups.shape[1] >= 2:                 # (one switch: only the nodes' own links)
+        Kg, G = net.global_share()
+        top = net.groups[:, 0]
+        y = top[g] != top[h]
+        R = sp.csr_matrix((np.ones(int(y.sum())), ((g * N + h)[y], (top[g] * G + top[h])[y])), shape=(N * N, G * G))
+        parts.insert(0, sp.csr_matrix(R @ Kg))
+    return sp.hstack(parts, format="csr"), N, len(parts) == 2
+
+
+def scaled_share(share, global_target: float, node_target: float):
+    """node_link_share's K with each link's load in units of its own kind's target (the
+    global links' and the nodes' own), so that one target (1.0) bounds both."""
+    K, N, has_global = share
+    ng = K.shape[1] - 2 * N
+    scale = np.concatenate([np.full(ng, 1 / global_target), np.full(2 * N, 1 / node_target)])
+    return sp.csr_matrix(K @ sp.diags(scale)), N, has_global
+
+
+def balance_nodes(M: sp.spmatrix, W: sp.spmatrix, machine: Machine, slot: np.ndarray, target: float, share,
+                  deadline: float | None = None) -> tuple[np.ndarray, dict]:
+    """Rank swaps between nodes until no node's own link and no global link carries more
+    than `target`, in the units of `share` (scaled_share: 1.0, block order's busiest of each
+    kind). The cost counts a byte between two
+    nodes the same whichever nodes send it, so the cheapest mapping can leave one node
+    sending far more than the others: AMR traffic on a full-bisection fat tree of 320 nodes
+    loaded its busiest node link 1.27 x block's, and there the nodes' links are the
+    network's busiest (predicted communication 1.32 x block's). The search is balance_global's
+    (_swap_to_target) with the nodes as groups. M: the directed traffic without its
+    diagonal; W: the symmetric graph the cost is taken on; share: node_link_share's."""
+    K, N, _ = share
+    hard = np.arange(K.shape[1]) < K.shape[1] - 2 * N          # the global links
+    pos, got = _swap_to_target(M, W, slot.copy(), machine.slot_node, np.zeros(machine.nslots, np.int64),
+                               machine.distance, K, N, target, deadline=deadline, hard=hard, rank_work=NODE_RANK_WORK)
+    return (pos, got) if got else (slot, {})
+
+
+def resplit_nodes(graph, machine: Machine, slot: np.ndarray, target: float, seed: int, M: sp.spmatrix,
+                  share) -> tuple[np.ndarray, dict]:
+    """resplit_groups for the nodes' own links: the node whose link is busiest and a node
+    under the same top switch (the global links unchanged) that it exchanges the most bytes
+    with share their ranks again by a bisection balancing the ranks and the bytes they
+    exchange with the other nodes (METIS, two constraints), kept only when it lowers the
+    busier of the two nodes' links; each changed node's ranks are then placed inside it by
+    the hierarchical partitioning. share: scaled_share's (target 1.0: block's busiest)."""
+    from rankmap.mapper import partition
+    K, N, _ = share
+    node_scale = np.asarray(K[:, -2 * N:].max(axis=0).todense()).ravel()   # 1 / (capacity x target) per link
+    top = machine.network.groups[:, 0]
+    W = graph.W
+    M = sp.csr_matrix(M)
+    MT = M.T.tocsr()
+    slot = slot.copy()
+    node = machine.slot_node[slot].astype(np.int64)
+    size = np.bincount(node, minlength=N)
+
+    def own(x: np.ndarray, nd: np.ndarray) -> np.ndarray:
+        """Bytes out of and into each node of x (node of every rank: nd)."""
+        out = np.zeros(2 * len(x))
+        for j, g in enumerate(x.tolist()):
+            r = np.flatnonzero(nd == g)
+            for side, A in ((0, M), (1, MT)):
+                sub = A[r]
+                out[side * len(x) + j] = sub.data[nd[sub.indices] != g].sum()
+        return out
+
+    c = M.tocoo()
+    x = node[c.row] != node[c.col]
+    loads = np.concatenate([np.bincount(node[c.row[x]], weights=c.data[x], minlength=N),
+                            np.bincount(node[c.col[x]], weights=c.data[x], minlength=N)]) * node_scale
+    del c
+    start, tried, done, rounds = float(loads.max()), set(), 0, 0
+    while loads.max() > target and rounds < RESPLIT_ROUNDS:
+        rounds += 1
+        a = int(np.argmax(loads)) % N
+        ra = np.flatnonzero(node == a)
+        rows = W[ra]
+        shared = np.bincount(node[rows.indices], weights=rows.data, minlength=N)
+        shared[a] = 0
+        shared[top != top[a]] = 0
+        kept = False
+        for b in np.argsort(-shared, kind="stable")[:RESPLIT_PARTNERS].tolist():
+            key = (a, b, float(loads.max()))
+            if shared[b] <= 0 or key in tried:
+                continue
+            tried.add(key)
+            U = np.concatenate([ra, np.flatnonzero(node == b)])
+            part = _two_constraint_split(W, U, len(ra), seed)
+            if part is None:
+                continue
+            n2 = node.copy()
+            n2[U] = np.where(part == 0, a, b)
+            ab = np.array([a, b])
+            new = own(ab, n2) * node_scale[np.concatenate([ab, N + ab])]
+            old = loads[np.concatenate([ab, N + ab])]
+            if new.max() < old.max() - 1e-9 * abs(old.max()):
+                node = n2
+                loads[np.concatenate([ab, N + ab])] = new
+                kept = True
+                done += 1
+                break
+        if not kept:
+            break
+    if not done:
+        return slot, {}
+    changed = np.flatnonzero(node != machine.slot_node[slot])
+    for g in np.unique(np.concatenate([node[changed], machine.slot_node[slot[changed]]])).tolist():
+        ranks = np.flatnonzero(node == g)
+        root = machine.tree(np.array([g]))
+        placed = partition.hierarchical(graph, machine, root, seed, ranks=ranks)
+        slot[ranks] = placed[ranks]
+    if not (np.bincount(node, minlength=N) == size).all():
+        raise RuntimeError("internal error: a re-split changed a node's number of ranks")
+    return slot, {"global_before": start, "global_after": float(loads.max()), "resplits": done}
+
+
+def node_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray, share) -> np.ndarray:
+    """The loads of node_link_share's links (share) under the mapping."""
+    K, N, _ = share
+    return group_traffic(sp.coo_matrix(M), machine.slot_node[slot], N) @ K
+
+
 def resplit_groups(graph, machine: Machine, slot: np.ndarray, target: float, seed: int,
                    M: sp.spmatrix) -> tuple[np.ndarray, dict]:
     """Where the busiest global link is above `target` (block order's): the group it serves
@@ -386,7 +531,8 @@ def _two_constraint_split(W: sp.csr_matrix, U: np.ndarray, na: int, seed: int) -
 
 def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, group_of_pos: np.ndarray,
                     kind: np.ndarray, dist, K: sp.csr_matrix, G: int, target: float,
-                    long_pass: bool = True, deadline: float | None = None) -> tuple[np.ndarray, dict]:
+                    long_pass: bool = True, deadline: float | None = None,
+                    hard: np.ndarray | None = None, rank_work: int = GLOBAL_RANK_WORK) -> tuple[np.ndarray, dict]:
     """The search behind balance_global, on units (ranks, or whole routers, switches, nodes):
     unit i sits on position pos[i], in group group_of_pos[pos[i]]; units trade positions
     when the positions' kinds agree; dist(pa, pb): the cost of a byte between positions
@@ -397,7 +543,10 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
     group traffic: O(G) a candidate), and takes, of those that lower (busiest global load,
     sum of squares), the one with the least cost added per byte taken off that link.
     Passes in the manner of Fiduccia-Mattheyses: when no swap helps, the least bad is taken
-    (each unit once a pass), and the pass is rolled back to its best point."""
+    (each unit once a pass), and the pass is rolled back to its best point. hard: links (a
+    mask of K's columns) that no swap may take above `target` (balance_nodes: the global
+    links, kept where _global_links left them while the nodes' links come down). rank_work:
+    rounds x units, at most (units: ranks)."""
     Kc = K.tocsc()
     M = sp.csr_matrix(M)
     if not M.has_canonical_format:      # (sorted rows: _entries; the caller's matrix left alone)
@@ -525,7 +674,7 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
         moved(v, b, a)
 
     slack = GLOBAL_PASS_SLACK
-    rounds = GLOBAL_MAX_SWAPS if W is None else max(1, min(GLOBAL_MAX_SWAPS, GLOBAL_RANK_WORK // n))
+    rounds = GLOBAL_MAX_SWAPS if W is None else max(1, min(GLOBAL_MAX_SWAPS, rank_work // n))
     steps = 0                               # every round counts, the rolled-back ones too
     while loads.max() > target and swaps < GLOBAL_MAX_SWAPS and steps < rounds:
         locked = np.zeros(n, bool)
@@ -543,7 +692,8 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
             cur = score(loads)
             mx, sq = _scores(loads, delta)
             red = -delta[:, hot].toarray().ravel()
-            ok = ((mx < cur[0]) | ((mx <= cur[0]) & (sq < cur[1]))) & (red > 0)
+            allowed = np.ones(len(mx), bool) if hard is None else ~_exceeds(loads, delta, hard, target)
+            ok = ((mx < cur[0]) | ((mx <= cur[0]) & (sq < cur[1]))) & (red > 0) & allowed
             if ok.any():
                 idx = np.flatnonzero(ok)
                 # the cost of the ones that take the most off the link (rows of W are long)
@@ -552,7 +702,9 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
                 j = int(np.argmin(dc / red[idx]))
                 k, cost = int(idx[j]), float(dc[j])
             else:
-                k = int(np.lexsort((sq, mx))[0])
+                if not allowed.any():
+                    break
+                k = int(np.flatnonzero(allowed)[np.lexsort((sq[allowed], mx[allowed]))[0]])
                 climbed = True
                 cost = float(dcost[k] if dcost is not None else swap_costs(pu[k:k + 1], pv[k:k + 1])[0])
             trade(int(pu[k]), int(pv[k]))
@@ -578,6 +730,13 @@ def _swap_to_target(M: sp.spmatrix, W: sp.spmatrix | None, pos: np.ndarray, grou
     if not swaps:
         return pos, {}
     return pos, {"global_before": start, "global_after": float(loads.max()), "swaps": swaps, "cost_added": added}
+
+
+def _exceeds(loads: np.ndarray, delta: sp.csr_matrix, hard: np.ndarray, target: float) -> np.ndarray:
+    """Which rows of delta take a `hard` link above target (by raising it)."""
+    r = np.repeat(np.arange(delta.shape[0]), np.diff(delta.indptr))
+    up = hard[delta.indices] & (delta.data > 0) & (loads[delta.indices] + delta.data > target)
+    return np.bincount(r, weights=up, minlength=delta.shape[0]) > 0
 
 
 def _scores(loads: np.ndarray, delta: sp.csr_matrix, top: int = 8) -> tuple[np.ndarray, np.ndarray]:
