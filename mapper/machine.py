@@ -12,6 +12,7 @@ for each link after the first (by default the hop cost is the node-level cost: h
 it). Slots on the same core cost 0."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -433,6 +434,13 @@ def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
     if text.startswith("@"):
         path, data = _level_cost_file(text[1:])
         if isinstance(data, dict):
+            # a name no machine has a level of (a misspelt 'hops' or 'sockets') is an error: it
+            # was ignored, and the level it meant got the default (a torus hop cost 1000, not 5)
+            unknown = [k for k in data if not (k in DEFAULT_COSTS or k == "hop"
+                                               or re.fullmatch(r"(switch|block)\d+", str(k)))]
+            if unknown:
+                raise UserError(f"{path}: level_costs names the level {validate.show(str(unknown[0]))}, which no "
+                                f"machine has; the levels are {', '.join(names)} (and 'hop' on a torus)")
             missing = [n for n in names if n not in data and n != "numa"]
             if missing:
                 raise UserError(f"{path}: no cost for level(s) {', '.join(missing)} (levels: {', '.join(names)})")
@@ -517,17 +525,21 @@ def build(hosts: list[str], topo_specs: list[str], torus: str | None = None, mes
             # --ntasks), a smaller node gives all its cores; K above every node's is an error
             k = min(ranks_per_node, t.cores) if ranks_per_node is not None and ranks_per_node <= most else \
                 ranks_per_node
-            used[id(t)] = np.repeat(np.array(_cores_used(t, k), dtype=np.int64), oversubscribe)
-    per_node = [used[id(t)] for t in topos]
-    nslots = sum(len(c) for c in per_node)
+            used[id(t)] = np.array(_cores_used(t, k), dtype=np.int64)
+    # counted before the slots are made: 64 cores x --oversubscribe 2^24 allocated 8 GB (47 s)
+    # before this refused them
+    nslots = sum(len(used[id(t)]) for t in topos) * oversubscribe
     if nslots > validate.MAX_SLOTS:
         # what the user passed, named: the node list, the cores per node, --oversubscribe
-        cores = sorted({len(c) // oversubscribe for c in used.values()})
+        cores = sorted({len(c) for c in used.values()})
         per = f"{cores[0]}" if len(cores) == 1 else f"{cores[0]}-{cores[-1]}"
         over = f" x --oversubscribe {oversubscribe}" if oversubscribe > 1 else ""
         raise UserError(f"the machine has {nslots} slots ({len(topos)} nodes x {per} cores"
                         f"{' used' if ranks_per_node else ''} per node{over}); rankmap handles at most "
-                        f"{validate.MAX_SLOTS}: give fewer nodes (--nodes) or cores per node (--ranks-per-node)")
+                        f"{validate.MAX_SLOTS}: give fewer nodes (--nodes) or cores per node (--ranks-per-node)"
+                        f"{', or a lower --oversubscribe' if oversubscribe > 1 else ''}")
+    used = {key: np.repeat(c, oversubscribe) for key, c in used.items()}
+    per_node = [used[id(t)] for t in topos]
     slot_node = np.repeat(np.arange(len(topos), dtype=np.int64), [len(c) for c in per_node])
     slot_core = np.concatenate(per_node)
     maxc = max(t.cores for t in topos)

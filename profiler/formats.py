@@ -58,6 +58,11 @@ def detect(path: Path) -> str:
         return "ompi"
     if suffix in (".graph", ".metis"):
         return "metis"
+    if path.is_file():
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic.startswith(b"PK\x03\x04") or magic == b"\x93NUMPY":
+            return "npz"        # by its content (`convert --to npz x.csv`): was "a NUL byte: a binary file"
     text = _read_text(path, lenient=True)
     if not text.strip():
         what = "an empty file (0 bytes)" if path.stat().st_size == 0 else "empty once decompressed" if not text \
@@ -319,6 +324,10 @@ def _read_csv(path: Path) -> Traffic:
     t = Traffic(bytes=m, msgs=msgs, source=str(path), format="csv")
     if words:
         t.notes.append("the header says 64-bit words: words x 8 = bytes")
+    if m.nnz < len(s):       # tocsr added them (zeros kept) without a word: two exports of one run, concatenated,
+        # read as twice the traffic
+        t.notes.append(f"{len(s) - m.nnz} row(s) repeat a (src, dst) pair of an earlier row: their bytes (and "
+                       "messages) were added")
     return t
 
 
@@ -441,6 +450,7 @@ def _read_ompi(path: Path) -> Traffic:
                         f"{max(have)}'s is there; the run did not finish on every rank")
     src, dst, val, cnt = [], [], [], []
     for f in files:
+        rank = int(f.name[len(prefix.name) + 1:-len(".prof")])
         for lineno, ln in enumerate(_read_text(f).splitlines(), 1):
             fields = ln.split("\t")
             if fields[0] not in ("E", "I"):
@@ -450,6 +460,9 @@ def _read_ompi(path: Path) -> Traffic:
                 raise UserError(f"{where}: malformed monitoring line (expected 'E|I<TAB>src<TAB>dst<TAB>N bytes"
                                 "<TAB>N msgs sent')")
             src.append(validate.rank(fields[1], where, "source rank"))
+            if src[-1] != rank:       # Open MPI writes each rank's own sends to its file: files mixed up
+                raise UserError(f"{where}: a line of rank {src[-1]} in the file of rank {rank} (Open MPI writes "
+                                "each rank's sends to its own file: files of different runs mixed up?)")
             dst.append(validate.rank(fields[2], where, "destination rank"))
             val.append(validate.traffic_bytes(fields[3].split()[0], where, "bytes"))
             cnt.append(validate.integer(fields[4].split()[0], where, "messages", 0, 2 ** 63 - 1))
@@ -457,6 +470,10 @@ def _read_ompi(path: Path) -> Traffic:
         raise UserError(f"{prefix}.*.prof: no point-to-point lines (was pml_monitoring_enable set?)")
     n = max(len(files), max(src) + 1, max(dst) + 1)
     validate.rank_count(n, str(prefix))
+    if n > len(files):     # the last ranks wrote no file (the gap check above sees only those below a file)
+        raise UserError(f"{prefix}.*.prof: rank {n - 1} is sent to, but there is no file for ranks {len(files)}"
+                        f"{f'-{n - 1}' if n - 1 > len(files) else ''} ({prefix.name}.{len(files)}.prof...): the run "
+                        "did not finish on every rank, and their sends would be missing")
     m = sp.coo_matrix((np.array(val, float), (src, dst)), shape=(n, n)).tocsr()
     msgs = sp.coo_matrix((np.array(cnt), (src, dst)), shape=(n, n)).tocsr()
     return Traffic(bytes=m, msgs=msgs, source=str(prefix), format="ompi",

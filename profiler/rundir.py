@@ -199,6 +199,11 @@ def find_run_file(path: Path) -> tuple[Path, dict]:
                             f"{run.get('exit_code', '?')}); was it an MPI program started by the launcher?")
         return want, run
     if not files:
+        sub = path / "profile"
+        if sub.is_dir() and any((path / f".rankmap-{k}").exists() for k in ("run", "sbatch")):
+            # a `rankmap run` / `rankmap sbatch` directory: its profile (or SMPI trace) is one level down
+            raise UserError(f"{path}: a workflow directory (rankmap run or sbatch), not a profile; its profile is "
+                            f"{sub}{' (an SMPI trace)' if (sub / 'trace.ti').is_file() else ''}")
         raise UserError(f"{path}: no profile data (no ranks.*.rmp file); was the profiler preloaded?")
     if len(files) > 1:
         raise UserError(f"{path}: holds {len(files)} runs ({', '.join(f.name for f in files[:4])}); "

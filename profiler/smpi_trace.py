@@ -47,7 +47,48 @@ OPS = {"reducescatter": "reduce_scatter"}   # trace names -> the profiler's coll
 # skipped would silently drop its bytes), and a line that is no `<rank> <action> ...` at all
 _ANY_SEND = re.compile(rb"^\d+ (?:" + b"|".join(s.encode() for s in SENDS) + rb"|sendRecv)(?=[ \t]|$)[^\n]*", re.M)
 _TO_PROC_NULL = re.compile(rb"^\d+ \w+ -\d+")
-_NOT_A_LINE = re.compile(rb"^(?!\d+ [A-Za-z_]\w*(?:[ \t]|\r?$)|[ \t\r]*$)[^\n]*", re.M)
+# the actions SimGrid 3.32's replay registers (src/smpi/internals/smpi_replay.cpp: any other
+# aborts it, "action X is unknown"), and the variants of them SMPI's tracer writes that this
+# reader reads: a line of another action (a misspelt 'sned 1 0 2000') was skipped, its bytes lost
+ACTIONS = ("init", "finalize", "comm_size", "comm_split", "comm_dup", "recv", "irecv", "Irecv", "test", "wait",
+           "waitall", "barrier", "bcast", "reduce", "allreduce", "alltoall", "alltoallv", "gather", "scatter",
+           "gatherv", "scatterv", "allgather", "allgatherv", "reducescatter", "scan", "exscan", "compute",
+           "sleep", "location", "sendRecv", "Start") + SENDS
+_AMOUNTS = ("compute", "sleep")
+_RECVS = ("recv", "irecv", "Irecv")
+# one scan of the file finds the first line that is not `<rank> <action> ...` of a known action,
+# a compute (or sleep) whose amount is no finite number >= 0 (SimGrid aborts on -5 or nan), or a
+# receive whose count is no whole number >= 0 (-5 was replayed as 2^64 - 5 bytes); an amount
+# with a 3-digit exponent is looked at in full (1e400 is infinite)
+_NOT_A_LINE = re.compile(
+    rb"^(?!\d+ (?:compute|sleep)[ \t]+(?:\d+\.?\d*|\.\d+)(?:[eE](?:-\d+|\+?\d{1,2}))?[ \t\r]*$"
+    rb"|\d+ (?:recv|irecv|Irecv)[ \t]+-?\d+[ \t]+-?\d+[ \t]+\d+(?:[ \t]+\d+)?[ \t\r]*$"
+    rb"|\d+ (?:" + b"|".join(a.encode() for a in ACTIONS if a not in _AMOUNTS + _RECVS) + rb")(?:[ \t]|\r?$)"
+    rb"|[ \t\r]*$)[^\n]*", re.M)
+
+
+def _line_error(line: bytes) -> str | None:
+    """What is wrong with a line _NOT_A_LINE found (None: an amount that is a finite number
+    after all, such as 1e300)."""
+    tok = line.split()
+    if len(tok) < 2 or not tok[0].isdigit() or re.fullmatch(rb"[A-Za-z_]\w*", tok[1]) is None:
+        return f"not a trace line ('<rank> <action> ...'): {validate.show(line[:60].decode(errors='replace'))}"
+    action = tok[1].decode()
+    shown = validate.show(line[:80].decode(errors="replace"), 90)
+    if action in _AMOUNTS:
+        try:
+            if len(tok) == 3 and 0 <= float(tok[2]) < float("inf"):
+                return None
+        except ValueError:
+            pass
+        return f"cannot read the line {shown} (the amount a finite number >= 0)"
+    if action in _RECVS:
+        return (f"cannot read the line {shown} (a receive is 'source tag count [datatype]', the count a whole "
+                "number >= 0)")
+    if action not in ACTIONS:
+        return (f"unknown action {validate.show(action[:40])} (SimGrid's replay refuses it too; a trace line is "
+                "'<rank> send|isend|recv|irecv|wait|waitall|compute|bcast|... <arguments>')")
+    return f"not a trace line ('<rank> <action> ...'): {validate.show(line[:60].decode(errors='replace'))}"
 
 
 def is_trace(path: Path) -> bool:
@@ -148,10 +189,10 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
     cut = []
     for r, f in enumerate(files):
         text = validate.read_bytes(f, "SMPI trace file")
-        bad = _NOT_A_LINE.search(text)
-        if bad is not None:
-            raise UserError(f"{f}:{line_of(text, bad.start())}: not a trace line ('<rank> <action> ...'): "
-                            f"{validate.show(bad.group(0)[:60].decode(errors='replace'))}")
+        for bad in _NOT_A_LINE.finditer(text):
+            why = _line_error(bad.group(0).rstrip(b"\r"))
+            if why is not None:
+                raise UserError(f"{f}:{line_of(text, bad.start())}: {why}")
         other = re.search(rb"^(?!" + str(r).encode() + rb"[ \t])\d+[ \t]", text, re.M)
         if other is not None:     # a line of another rank: files mixed up or spliced
             raise UserError(f"{f}:{line_of(text, other.start())}: a line of rank "

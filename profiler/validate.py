@@ -47,7 +47,10 @@ HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 def host_name(host: str, where: str) -> str:
     """A host name (HOST_NAME), or one error naming where it came from."""
     if not HOST_NAME.match(host):
-        raise UserError(f"{where}: {host[:60]!r} is not a host name (letters, digits, '.', '_', '-')")
+        # '-n1' is all such characters: say which rule it breaks
+        why = "; it starts with a letter or digit" if re.fullmatch(r"[._-][A-Za-z0-9._-]*", host) else \
+            "; at most 255 characters" if re.fullmatch(r"[A-Za-z0-9._-]{256,}", host) else ""
+        raise UserError(f"{where}: {host[:60]!r} is not a host name (letters, digits, '.', '_', '-'){why}")
     return host
 
 def at(path, line: int | None = None, field: str | None = None) -> str:
@@ -306,6 +309,9 @@ def read_text(path, what: str = "text file") -> str:
     bytes that are not UTF-8 are refused with the line they are on."""
     p = Path(path)
     data = read_bytes(p, what)
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):   # what Excel's "Unicode text" and PowerShell's > write
+        raise UserError(f"{p}: UTF-16 text (it starts with a UTF-16 byte-order mark), not UTF-8: convert it "
+                        f"(iconv -f UTF-16 -t UTF-8 {p.name} > utf8-{p.name}); expected a {what}")
     nul = data.find(b"\x00")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1

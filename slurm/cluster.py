@@ -23,6 +23,11 @@ def need(tool: str) -> str:
 
 def query(args: list[str]) -> str:
     need(args[0])
+    conf = os.environ.get("SLURM_CONF")
+    if conf is not None and not os.path.isfile(conf):
+        # Slurm's commands retry such a file for 60 s before they fail ("cannot stat file")
+        raise UserError(f"SLURM_CONF={conf}: {'no such file' if not os.path.exists(conf) else 'not a file'}; "
+                        "Slurm's commands cannot read their configuration: fix or unset SLURM_CONF")
     try:
         res = subprocess.run(args, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
@@ -37,6 +42,17 @@ def query(args: list[str]) -> str:
 
 def in_allocation() -> bool:
     return bool(os.environ.get("SLURM_JOB_ID"))
+
+
+def allocation_ntasks() -> int | None:
+    """The allocation's task count (SLURM_NTASKS), or None when it is not set. A value that is
+    not a whole number >= 1 (a script that set it by hand) is named: int() of it was an internal
+    error, and -3 was passed to srun as its task count."""
+    from rankmap.profiler import validate
+    v = os.environ.get("SLURM_NTASKS", "")
+    if not v.strip():
+        return None
+    return validate.integer(v, "SLURM_NTASKS", "task count", 1, validate.MAX_RANKS, float_form=False)
 
 
 def allocation_nodes() -> list[str]:

@@ -7,8 +7,10 @@ the result is a complete machine description for rankmap.mapper.spec."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from rankmap.mapper import hostnames, spec as mspec
+from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 from rankmap.slurm import cluster
 
@@ -35,6 +37,48 @@ def machine_file_alone(opts: dict, flag: str = "--machine") -> None:
         raise UserError(f"{flag} {opts['machine_file']} describes the whole machine; {', '.join(extra)} would be "
                         f"ignored: drop {'them' if len(extra) > 1 else 'it'}, or drop {flag} and describe the machine "
                         "with options alone")
+
+
+def for_batch(opts: dict) -> dict:
+    """The machine options of a batch script (`rankmap sbatch`), checked when it is written,
+    not in the job after its profile pass: what needs no node names (the network, the node
+    internals, the files), with the files named by absolute paths (the job may start in another
+    directory). The job maps onto its own allocation, so --nodes (the script passed both, and the
+    last, the user's, won over the nodes Slurm gave the job) and --machine (a whole machine beside
+    the allocation's node list, which map refuses) are errors."""
+    if opts.get("nodes"):
+        raise UserError(f"--nodes {opts['nodes']}: the job maps onto the nodes Slurm allocates it "
+                        "($SLURM_JOB_NODELIST); to choose them, pass --sbatch-arg=--nodelist=HOSTLIST")
+    if opts.get("machine_file"):
+        raise UserError(f"--machine {opts['machine_file']}: describes a whole machine, and the job maps onto its "
+                        "allocation ($SLURM_JOB_NODELIST), which rankmap map refuses beside --machine: describe the "
+                        "nodes with --node-topology (and --network, --torus ...) instead")
+    _hop_cost_needs_torus(opts)
+    out = dict(opts)
+    if opts.get("network"):
+        from rankmap.mapper.network import parse_spec
+        spec = parse_spec(opts["network"])
+        if spec["kind"] == "slurm" and spec["file"]:
+            from rankmap.slurm import topology
+            topology.describe(spec["file"])
+            out["network"] = "slurm:" + os.path.abspath(spec["file"])
+    topos = []
+    for t in opts.get("topologies") or ():
+        hl, eq, body = t.partition("=") if "=" in t and not Path(t.strip()).exists() else ("", "", t)
+        if body.strip() not in ("live", "slurm"):
+            from rankmap.mapper import hwtopo
+            hwtopo.load(body.strip())
+        topos.append(hl + eq + os.path.abspath(body.strip()) if Path(body.strip()).is_file() else t)
+    out["topologies"] = tuple(topos)
+    if opts.get("coords"):
+        validate.read_text(opts["coords"], "coordinate file")
+        out["coords"] = os.path.abspath(opts["coords"])
+    costs = opts.get("level_costs")
+    if costs and costs.startswith("@"):
+        from rankmap.mapper.machine import _level_cost_file
+        _level_cost_file(costs[1:])
+        out["level_costs"] = "@" + os.path.abspath(costs[1:])
+    return out
 
 
 def _hop_cost_needs_torus(opts: dict) -> None:
@@ -64,6 +108,11 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
             return mspec.load(fallback)
         except UserError as e:          # said below if no option names the nodes either
             why_not = f" (the machine of {fallback} is unknown: {e})"
+    elif fallback:                      # `predict T m1/ --network torus:2x2`: m1's machine is not the default then
+        flags = [FLAGS[k] for k in FLAGS if opts.get(k) and k != "oversubscribe"] + \
+            (["--oversubscribe"] if (opts.get("oversubscribe") or 1) > 1 else [])
+        why_not = (f" (the machine of {fallback} is used only when no machine option is given: add --nodes and "
+                   f"--node-topology, or drop {', '.join(flags)})")
     hosts_from = ""
     if opts.get("nodes"):
         hosts = hostnames.node_list(opts["nodes"])

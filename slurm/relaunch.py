@@ -140,8 +140,8 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
             raise UserError(f"{a}: the mapping decides the task count and distribution")
     uniq = list(dict.fromkeys(m.hosts))
     if cluster.in_allocation():
-        want = os.environ.get("SLURM_NTASKS")
-        if want and int(want) < m.ntasks:
+        want = cluster.allocation_ntasks()
+        if want is not None and want < m.ntasks:
             raise UserError(f"the mapping in {m.path} is for {m.ntasks} ranks but this allocation has "
                             f"SLURM_NTASKS={want}")
         alloc = set(cluster.allocation_nodes())

@@ -168,6 +168,10 @@ def run_workflow(program: list[str], platform_dir: str, nranks: int | None, out:
     if not nranks or nranks < 1:
         raise UserError("--launcher smpi needs the number of ranks: -n N")
     p, pdir = plat.load(platform_dir)
+    # what cannot run is said before --out is made: that directory is never reused, and a
+    # failed run left it (its marker, the pass-1 hostfile) for the user to delete
+    plat.block_allocation(p, nranks)
+    smpi.check_program(program)
     from rankmap.profiler import outputs
     out_dir = outputs.new_dir(out if out is not None else time.strftime("rankmap-sim-%Y%m%d-%H%M%S"), "--out", "run")
     say = console.print if console is not None else (lambda *a, **k: None)

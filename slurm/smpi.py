@@ -123,16 +123,22 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
     return SimResult(seconds=float(m.group(1)), wall=wall, stdout=res.stdout, stderr=res.stderr, command=cmd)
 
 
-def run(program: list[str], p: Platform, platform_dir: Path, hostfile: Path, nranks: int, trace: Path | None = None,
-        compute: str = "explicit", timeout: float | None = None, extra: list[str] = (),
-        env: dict | None = None) -> SimResult:
-    """Execute the program (built with smpicc) on the simulated cluster (env: more
-    environment variables; the simulated ranks see them)."""
+def check_program(program: list[str]) -> None:
+    """The program SMPI is to execute exists (a file, or a command on PATH)."""
     if not program:
         raise UserError("no program to run")
     exe = Path(program[0])
     if not (exe.is_file() or shutil.which(program[0])):
         raise UserError(f"{program[0]}: no such program (build it with smpicc)")
+
+
+def run(program: list[str], p: Platform, platform_dir: Path, hostfile: Path, nranks: int, trace: Path | None = None,
+        compute: str = "explicit", timeout: float | None = None, extra: list[str] = (),
+        env: dict | None = None) -> SimResult:
+    """Execute the program (built with smpicc) on the simulated cluster (env: more
+    environment variables; the simulated ranks see them)."""
+    check_program(program)
+    exe = Path(program[0])
     args = ["-np", str(nranks), "-platform", str(platform_dir / "platform.xml"), "-hostfile", str(hostfile)]
     if trace is not None:
         trace.parent.mkdir(parents=True, exist_ok=True)

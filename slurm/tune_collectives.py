@@ -69,7 +69,7 @@ def time_mpi(op: str, sizes: list[int], mpi: str, nranks: int, env: dict, iters:
     cmd += [exe, "-o", op, "-l", ",".join(map(str, sizes)), "-i", str(iters), "-w", "2"]
     res = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env), timeout=3600)
     if res.returncode != 0:
-        raise UserError(f"{' '.join(cmd[:3])} {op}: exit {res.returncode}: {res.stderr.strip()[-500:]}")
+        raise UserError(f"{' '.join(cmd[:4])} ... (timing {op}): exit {res.returncode}: {res.stderr.strip()[-500:]}")
     return parse_output(res.stdout, op)
 
 

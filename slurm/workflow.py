@@ -59,7 +59,7 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
     if inside and mode == "whole-cluster":
         raise UserError("mode whole-cluster requests a new allocation on the chosen nodes: run it outside "
                         "salloc/sbatch (or use mode same-allocation)")
-    ntasks = ntasks or (int(os.environ["SLURM_NTASKS"]) if inside and os.environ.get("SLURM_NTASKS") else None)
+    ntasks = ntasks or (cluster.allocation_ntasks() if inside else None)
     if not ntasks:
         raise UserError("how many ranks? pass -n/--ntasks")
     # before anything is written: a pass 1 srun refuses, or a pass 2 that cannot run

@@ -37,6 +37,10 @@ class RankmapGroup(click.Group):
         except UserError as e:
             error_line(str(e))
             sys.exit(EXIT_USER)
+        except click.exceptions.NoArgsIsHelpError as e:
+            # `rankmap` alone: its help, as click shows it (it was squashed into one "error" line)
+            click.echo(e.format_message())
+            sys.exit(EXIT_USER)
         except click.exceptions.UsageError as e:
             where = e.ctx.command_path if e.ctx is not None else (prog_name or "rankmap")
             verb = where.split(" ", 1)[1] + ": " if " " in where else ""
@@ -72,6 +76,12 @@ class RankmapGroup(click.Group):
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
 
+    def resolve_command(self, ctx, args):
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None and not ctx.resilient_parsing:
+            _given_once(cmd, name, ctx, rest)
+        return name, cmd, rest
+
     @staticmethod
     def _internal(e: Exception):
         if _debug():
@@ -79,6 +89,27 @@ class RankmapGroup(click.Group):
         error_line(f"internal error: {type(e).__name__}: {e} (a bug in rankmap; please report it with the "
                    "command line; RANKMAP_DEBUG=1 shows where it happened)")
         sys.exit(EXIT_INTERNAL)
+
+
+def _given_once(cmd: click.Command, name: str, parent: click.Context, args: list[str]) -> None:
+    """An option that takes one value, given twice, is an error: click keeps the last one and
+    drops the first without a word (`--nodes n[1-16] --nodes n[17-32]` mapped onto n[17-32]
+    alone; `--out a --out b` wrote b). Options that repeat (--node-topology, --srun-arg) and
+    flags may; what follows the program (`-- ./app --out x`) is the program's."""
+    ctx = click.Context(cmd, info_name=name, parent=parent, **cmd.context_settings)
+    try:
+        _, _, order = cmd.make_parser(ctx).parse_args(args=list(args))
+    except click.exceptions.UsageError:
+        return                          # the command's own parse names it
+    if any(getattr(p, "is_eager", False) for p in order):
+        return                          # --help, --version: shown whatever else is given
+    seen = set()
+    for p in order:
+        if isinstance(p, click.Option) and not (p.multiple or p.count or p.is_flag):
+            if p.name in seen:
+                raise click.UsageError(f"{'/'.join(p.opts)} given more than once; give it once (only the last one "
+                                       "would count)", ctx=ctx)
+            seen.add(p.name)
 
 
 def _debug() -> bool:

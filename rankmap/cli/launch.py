@@ -8,7 +8,7 @@ import sys
 import click
 
 from rankmap.cli.console import console
-from rankmap.cli.options import MINUTES, NODES, RANKS, SEED, _model, machine_args, machine_options
+from rankmap.cli.options import MINUTES, NODES, RANKS, SEED, _model, machine_args, machine_options, text
 from rankmap.profiler.errors import UserError
 
 def _program(app) -> list[str]:
@@ -37,11 +37,11 @@ def _preload(collectives: bool, mpi: str | None):
 @click.option("-t", "--time", "time_minutes", type=MINUTES, metavar="MIN", help="Time limit of each srun (minutes).")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="MPI of the program (default: detected).")
 @click.option("--preload-collectives", is_flag=True, help="Relaunch with rankmap's collective kernels preloaded.")
-@click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", help="Extra argument for both sruns.")
+@click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", callback=text, help="Extra argument for both sruns.")
 @click.option("--verify", is_flag=True, help="Profile pass 2 too and check every rank's host and cores.")
 @click.option("--launcher", type=click.Choice(["srun", "smpi"]), default="srun", show_default=True,
               help="A real Slurm cluster, or a simulated one (SimGrid SMPI; the program built with smpicc).")
-@click.option("--platform", "platform_dir", metavar="DIR", help="smpi: the simulated cluster (`rankmap platform`).")
+@click.option("--platform", "platform_dir", metavar="DIR", callback=text, help="smpi: the simulated cluster (`rankmap platform`).")
 @click.option("--replay", "replay_pass2", is_flag=True, help="smpi: pass 2 replays pass 1's trace instead of re-executing.")
 @click.option("--compute", type=click.Choice(["explicit", "measured"]), default="measured", show_default=True,
               help="smpi: time compute phases by their explicit flop counts only (deterministic; rankmap's "
@@ -59,16 +59,24 @@ def run(ntasks, nodes_count, out, mode, algorithm, seed, model, time_minutes, mp
         if not platform_dir:
             raise UserError("--launcher smpi needs --platform DIR (write one with `rankmap platform`)")
         unused = [f for f, v in (("-N", nodes_count), ("--srun-arg", srun_args), ("--verify", verify),
-                                 ("--preload-collectives", preload_collectives), ("-t", time_minutes))
+                                 ("--preload-collectives", preload_collectives), ("-t", time_minutes),
+                                 ("--mpi", mpi))
                   if v] + [f"--{k.replace('_', '-')}" for k, v in mopts.items() if v and k != "oversubscribe"]
         if unused:
-            raise UserError(f"{unused[0]} does not apply to --launcher smpi (the platform describes the machine)")
+            why = "the program runs on SimGrid's own MPI" if unused[0] == "--mpi" else \
+                "the platform describes the machine"
+            raise UserError(f"{unused[0]} does not apply to --launcher smpi ({why})")
         if algorithm != "metis":
             raise UserError("--launcher smpi maps with metis")
         from rankmap.slurm.simulated import run_workflow as run_sim
         sys.exit(run_sim(_program(app), platform_dir, ntasks, out, mode, seed, model, compute, replay_pass2, console))
-    if platform_dir or replay_pass2:
-        raise UserError("--platform and --replay belong to --launcher smpi")
+    if platform_dir or replay_pass2 or \
+            click.get_current_context().get_parameter_source("compute") != click.core.ParameterSource.DEFAULT:
+        raise UserError("--platform, --replay and --compute belong to --launcher smpi")
+    if mopts.get("nodes"):          # the mapping's nodes are pass 1's (or the idle ones): --nodes changed nothing
+        raise UserError(f"--nodes {mopts['nodes']}: rankmap run maps onto the nodes pass 1 ran on (--mode "
+                        "same-allocation) or the cluster's idle nodes (--mode whole-cluster); to choose pass 1's "
+                        "nodes, run inside `salloc -w HOSTLIST` or pass --srun-arg=--nodelist=HOSTLIST")
     from rankmap.slurm.workflow import run_workflow
     sys.exit(run_workflow(list(app), ntasks, nodes_count, out, mode, mopts, algorithm, seed, model, time_minutes,
                           mpi, _preload(preload_collectives, mpi), list(srun_args), console, verify))
@@ -81,7 +89,7 @@ def run(ntasks, nodes_count, out, mode, algorithm, seed, model, time_minutes, mp
 @click.option("--bind-wrapper", is_flag=True, help="Bind through rankmap-bind even when one map_cpu list would do.")
 @click.option("--preload-collectives", is_flag=True, help="Preload rankmap's collective kernels.")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]))
-@click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", help="Extra srun argument (repeat).")
+@click.option("--srun-arg", "srun_args", multiple=True, metavar="ARG", callback=text, help="Extra srun argument (repeat).")
 @click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
 def srun_cmd(mapping, dry_run, bind_wrapper, preload_collectives, mpi, srun_args, app):
     """Run APP with srun -m arbitrary as MAPPING (a `rankmap map` directory) says: every
@@ -99,7 +107,7 @@ def srun_cmd(mapping, dry_run, bind_wrapper, preload_collectives, mpi, srun_args
 @click.argument("mapping", type=click.Path())
 @click.option("--dry-run", is_flag=True, help="Print the command only.")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="Open MPI rankfile or MPICH machinefile.")
-@click.option("--mpirun-arg", "extra", multiple=True, metavar="ARG", help="Extra launcher argument (repeat).")
+@click.option("--mpirun-arg", "extra", multiple=True, metavar="ARG", callback=text, help="Extra launcher argument (repeat).")
 @click.option("--preload-collectives", is_flag=True, help="Preload rankmap's collective kernels.")
 @click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
 def mpirun_cmd(mapping, dry_run, mpi, extra, preload_collectives, app):
@@ -119,7 +127,7 @@ def mpirun_cmd(mapping, dry_run, mpi, extra, preload_collectives, app):
 @click.option("--force", is_flag=True, help="Replace an existing --script file that rankmap did not write.")
 @click.option("--submit", is_flag=True, help="Submit it with sbatch and print the job id.")
 @click.option("-t", "--time", "time_minutes", type=MINUTES, metavar="MIN", help="Time limit of the job (minutes).")
-@click.option("--sbatch-arg", "sbatch_args", multiple=True, metavar="ARG", help="Extra #SBATCH line (repeat).")
+@click.option("--sbatch-arg", "sbatch_args", multiple=True, metavar="ARG", callback=text, help="Extra #SBATCH line (repeat).")
 @machine_options
 @click.argument("app", nargs=-1, type=click.UNPROCESSED, required=True)
 def sbatch(ntasks, nodes_count, out, script_path, force, submit, time_minutes, sbatch_args, app, **mopts):
@@ -129,6 +137,8 @@ def sbatch(ntasks, nodes_count, out, script_path, force, submit, time_minutes, s
     for a in sbatch_args:
         if "\n" in a or "\r" in a or "\0" in a:
             raise UserError(f"--sbatch-arg {a!r}: a line break would end the #SBATCH line and start a command")
+    from rankmap.slurm.nodes import for_batch
+    mopts = for_batch(mopts)            # now, not in the job after its profile pass
     program = [a for a in _program(app)]
     inputs = [a for a in program if a and os.path.exists(a)]
     script = outputs.target_file(script_path, "--script", force, inputs=inputs,
@@ -158,6 +168,12 @@ def probe(out, force, mpi, reps, **mopts):
     file for `map --level-costs @FILE`."""
     from rankmap.profiler import outputs
     from rankmap.slurm.probe import run_probe
+    for flag, key in (("--level-costs", "level_costs"), ("--hop-cost", "hop_cost")):
+        if mopts.get(key) is not None:     # would change nothing: the probe measures them
+            raise UserError(f"{flag}: the probe measures the level costs (that is its output); drop it")
+    if (mopts.get("oversubscribe") or 1) > 1:
+        # its "same socket" pair would be two ranks on one core: the core's sharing, timed as a level
+        raise UserError("--oversubscribe: the probe times one rank per core; drop it")
     target = outputs.target_file(out, "--out", force, signature=outputs.json_signature("level_costs", "unit"))
     run_probe(mopts, target, mpi, reps, console)
 

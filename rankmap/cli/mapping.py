@@ -87,7 +87,7 @@ def _network_speeds(source: str):
               "mpirun): for 10^6-10^7 ranks. Its files go next to --out (a shared file system under Slurm).")
 @click.option("--parallel-launcher", type=click.Choice(["auto", "srun", "mpirun"]),
               help="How --parallel starts its MPI job (default auto: srun in an allocation, else mpirun).")
-@click.option("--network-speeds", metavar="FILE|DIR",
+@click.option("--network-speeds", metavar="FILE|DIR", callback=text,
               help="The network's speeds: a `rankmap probe` file or a `rankmap platform` directory. rankmap then "
               "makes its final choice among its candidate mappings (its own, block, cyclic, the input order) with "
               "`rankmap predict`'s estimate, when one is more than 1 % faster than the cost's choice. With --mode "
@@ -103,11 +103,22 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
     from rankmap.profiler.formats import read_traffic
     if parallel_launcher is not None and parallel is None:
         raise UserError(f"--parallel-launcher {parallel_launcher}: only with --parallel N (the mapping's own MPI job)")
+    # an option that would change nothing is an error, never ignored
+    for flag, ignored, why in (
+            (f"--algorithm {algorithm}", parallel is not None and algorithm != "metis", "--parallel N partitions with "
+             "PT-Scotch"),
+            ("--tries", parallel is not None and tries is not None, "--parallel N partitions once"),
+            ("--tries", parallel is None and tries is not None and algorithm not in ("metis", "scotch"),
+             f"--algorithm {algorithm} computes one mapping"),
+            ("--no-refine", no_refine and algorithm in ("random", "block", "cyclic"),
+             f"--algorithm {algorithm} is not refined")):
+        if ignored:
+            raise UserError(f"{flag} would be ignored: {why}; drop it")
     out = mapping_target(out, force, inputs=[matrix, *_input_files(mopts)])    # checked before any work
     net = _network_speeds(network_speeds) if network_speeds else None
     if net is not None and parallel is not None:
         raise UserError("--network-speeds chooses among the mappings of one process: not with --parallel")
-    traffic = read_traffic(matrix, fmt, model, allow_partial)
+    traffic = _read(read_traffic, matrix, fmt, model, allow_partial)
     spec = _machine_of(traffic, mopts)
     if imbalance is not None:
         from rankmap.mapper.spec import with_imbalance
@@ -156,7 +167,7 @@ def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, 
     from rankmap.profiler.formats import read_traffic
     if plots is not None:
         outputs.plots_dir(plots, "--plots", [matrix, *mappings])               # checked before any work
-    traffic = read_traffic(matrix, fmt, model, allow_partial)
+    traffic = _read(read_traffic, matrix, fmt, model, allow_partial)
     res = run_evaluate(traffic, _machine_of(traffic, mopts, mappings), mappings, seed=seed, plots_dir=plots,
                        console=None if as_json else console)
     if as_json:
@@ -168,8 +179,8 @@ def evaluate(matrix, mappings, fmt, model, allow_partial, seed, as_json, plots, 
 @click.argument("mappings", nargs=-1, required=True, type=click.Path(exists=True))
 @traffic_options
 @machine_options
-@click.option("--platform", metavar="DIR", help="A `rankmap platform` directory: its machine and network.")
-@click.option("--probe", metavar="FILE", help="Network speeds measured by `rankmap probe` (also accepted as "
+@click.option("--platform", metavar="DIR", callback=text, help="A `rankmap platform` directory: its machine and network.")
+@click.option("--probe", metavar="FILE", callback=text, help="Network speeds measured by `rankmap probe` (also accepted as "
               "--network FILE).")
 @click.option("--link-bw", type=BANDWIDTH, metavar="GB/S", help="Network link bandwidth (per direction).")
 @click.option("--link-lat", type=LATENCY, metavar="US", help="Latency per network link.")
@@ -195,7 +206,7 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
             if given:
                 raise UserError(f"--platform {platform} gives the machine and the network's speeds: leave out {opt}")
         load_platform(platform)                 # a `rankmap platform` directory, or one error naming it
-    traffic = read_traffic(matrix, fmt, model, allow_partial)
+    traffic = _read(read_traffic, matrix, fmt, model, allow_partial)
     if platform and not mopts.get("machine_file"):
         from rankmap.slurm.nodes import machine_file_alone
         mopts = dict(mopts, machine_file=platform)
@@ -224,9 +235,11 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
     """Convert traffic between formats; a METIS graph holds the symmetric CSR graph
     W = M + M^T (diagonal dropped) with integer edge weights."""
     from rankmap.profiler import outputs
-    from rankmap.profiler.formats import metis_rounding, read_traffic, write
+    from rankmap.profiler.formats import READ_FORMATS, metis_rounding, read_traffic, write
+    if fmt not in READ_FORMATS:     # named as the option the user gave (the reader says --format)
+        raise UserError(f"--from {fmt!r}: unknown traffic format; choose one of: {', '.join(READ_FORMATS)}")
     d = outputs.target_file(dst, "DST", force, inputs=[src])               # checked before any work
-    t = read_traffic(src, fmt, model, allow_partial)
+    t = _read(read_traffic, src, fmt, model, allow_partial)
     used = write(t, d, to, units)
     console.print(f"{t.size} ranks, {t.bytes.nnz} directed pairs ({t.format}) -> {d} ({used}, {units})")
     for note in t.notes:                    # what the reader left out or assumed, as map says it
@@ -239,6 +252,22 @@ def convert(src, dst, fmt, to, units, model, allow_partial, force):
     if units == "words" and used != "csv":     # only a CSV's header tells rankmap's reader the unit
         console.print(f"  note: {used} holds no unit: rankmap reads this file as bytes (8 x fewer than the traffic's); "
                       "keep words for other tools, or write csv")
+
+
+def _read(read_traffic, matrix, fmt, model, allow_partial):
+    """read_traffic, and --collectives / --allow-partial refused where they would change
+    nothing: only a profile and an SMPI trace hold collective calls or can be partial (a CSV
+    mapped with --collectives ring was mapped as if it had not been given)."""
+    t = read_traffic(matrix, fmt, model, allow_partial)
+    kind = t.format.split()[0]
+    if kind not in ("profile", "smpi"):
+        for flag, on, why in ((f"--collectives {model}", model != "auto", "holds no collective calls (only a "
+                               "profile and an SMPI trace do)"),
+                              ("--allow-partial", allow_partial, "is never partial (only a profile and an SMPI trace "
+                               "can be)")):
+            if on:
+                raise UserError(f"{flag} would be ignored: {matrix} is {kind} traffic, which {why}; drop it")
+    return t
 
 
 COMMANDS = [map_cmd, evaluate, predict, convert]

@@ -5,20 +5,20 @@ from __future__ import annotations
 import click
 
 from rankmap.cli.console import console
-from rankmap.cli.options import BANDWIDTH, LATENCY, MAX_SPEED, NON_NEGATIVE, Number, _dims
+from rankmap.cli.options import BANDWIDTH, LATENCY, MAX_SPEED, NON_NEGATIVE, Number, _dims, text
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
 @click.command("tune-collectives")
 @click.option("-n", "--ntasks", type=click.IntRange(2, 65536), required=True, help="Ranks to tune for.")
-@click.option("--platform", "platform_dir", metavar="DIR",
+@click.option("--platform", "platform_dir", metavar="DIR", callback=text,
               help="Tune on this simulated cluster (`rankmap platform`); otherwise real MPI on this host.")
 @click.option("--per-node", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="K",
               help="Simulated: ranks per node (block placement; default: full nodes).")
-@click.option("--grid", metavar="AxB..", help="Grid of the d-D ring (default: ranks per node x nodes).")
+@click.option("--grid", metavar="AxB..", callback=text, help="Grid of the d-D ring (default: ranks per node x nodes).")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="Real MPI: which (default: the default MPI).")
-@click.option("--ops", default="allreduce,reduce,bcast", show_default=True)
-@click.option("--sizes", metavar="B,B,..", help="Message sizes in bytes (default 8 B .. 16 MB).")
+@click.option("--ops", default="allreduce,reduce,bcast", show_default=True, callback=text)
+@click.option("--sizes", metavar="B,B,..", callback=text, help="Message sizes in bytes (default 8 B .. 16 MB).")
 @click.option("--margin", type=Number(0.0, 9.99), default=0.10, show_default=True,
               help="A kernel must be this much faster than the library to be chosen.")
 @click.option("--overhead-us", type=NON_NEGATIVE, default=0.5, show_default=True,
@@ -33,6 +33,13 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
     from rankmap.profiler import outputs
     from rankmap.slurm import tune_collectives as tc
     # everything checked before minutes of timing start
+    given = click.get_current_context().get_parameter_source
+    unused = [flag for flag, on in (("--per-node", per_node is not None),
+                                    ("--overhead-us", given("overhead_us") != click.core.ParameterSource.DEFAULT))
+              if on and not platform_dir] + (["--mpi"] if mpi and platform_dir else [])
+    if unused:      # an option that would change nothing is an error, never ignored
+        raise UserError(f"{unused[0]} applies only to " + ("real MPI (without --platform): drop it" if platform_dir
+                                                          else "a simulated cluster: give --platform DIR, or drop it"))
     target = outputs.target_file(out, "--out", force, signature=outputs.text_signature(tc.TABLE_HEAD))
     if sizes is None:
         size_list = tc.DEFAULT_SIZES
@@ -78,8 +85,8 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
 @click.option("--out", required=True, metavar="DIR", help="Directory for platform.xml, platform-ideal.xml, platform-nocompute.xml, machine.json, platform.sha256.")
 @click.option("--torus", metavar="DIMS", callback=_dims("torus"),
               help="A torus of this shape instead of the named platform's network.")
-@click.option("--fat-tree", "fat_tree", metavar="SPEC", help="A SimGrid fat tree, e.g. '2;8,4;1,2;1,1'.")
-@click.option("--dragonfly", metavar="GxAxP[:global=L]",
+@click.option("--fat-tree", "fat_tree", metavar="SPEC", callback=text, help="A SimGrid fat tree, e.g. '2;8,4;1,2;1,1'.")
+@click.option("--dragonfly", metavar="GxAxP[:global=L]", callback=text,
               help="A dragonfly: G groups of A routers (G <= A), P nodes per router, L links per pair of groups.")
 @click.option("--cores", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="N",
               help="Cores per node (all nodes).")
@@ -121,7 +128,7 @@ def platform(name, out, torus, fat_tree, dragonfly, cores, link_bw, link_lat, lo
 @click.command()
 @click.argument("trace", type=click.Path())
 @click.argument("placements", nargs=-1, required=True, type=click.Path())
-@click.option("--platform", "platform_dir", required=True, metavar="DIR", help="A `rankmap platform` directory.")
+@click.option("--platform", "platform_dir", required=True, metavar="DIR", callback=text, help="A `rankmap platform` directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def replay(trace, placements, platform_dir, as_json):
     """Replay an SMPI time-independent TRACE under each of PLACEMENTS (hostfiles or mapping
