@@ -17,9 +17,10 @@ reported). Each competitor runs in a worker process (a crash or a timeout is a r
 end of the run); one job at a time (this machine has 2 cores: run under `nice -n 10`).
 
     .venv/bin/python bench/mapper_anchors.py                   # tune set, 1k ranks, first seed, minutes
-    .venv/bin/python bench/mapper_anchors.py --full            # every family, size, seed, both sets
+    .venv/bin/python bench/mapper_anchors.py --full            # every family but fresh, size, seed, both sets
     .venv/bin/python bench/mapper_anchors.py --set holdout --families stencil7,mix --sizes 1k,10k
     .venv/bin/python bench/mapper_anchors.py --families apps64 --json out.json --csv out.csv
+    .venv/bin/python bench/mapper_anchors.py --set holdout --families fresh --json fresh.json   # 48 fixed, ~30 min
     .venv/bin/python bench/mapper_anchors.py --list            # the instances, nothing run
     .venv/bin/python bench/mapper_anchors.py --competitors-from out.json --json new.json   # rankmap again
 """
@@ -392,7 +393,8 @@ def markdown(recs, names, summ) -> str:
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--families", default=None, help=f"comma list of {', '.join(I.FAMILIES)} (default: all)")
+    ap.add_argument("--families", default=None, help=f"comma list of {', '.join(I.FAMILIES)} (default: all but "
+                    f"{', '.join(I.NAMED_ONLY_FAMILIES)}, which run only when named)")
     ap.add_argument("--sizes", default="1k", help="comma list of 1k, 10k, 100k (default 1k)")
     ap.add_argument("--set", dest="which", default="tune", choices=("tune", "holdout", "all"))
     ap.add_argument("--seeds", default="first", help="first | all | comma list (seeds of the chosen set; "
@@ -406,7 +408,8 @@ def parse_args(argv=None):
     ap.add_argument("--competitor-seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per mapper and instance (killed after)")
     ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run: no instance starts after it")
-    ap.add_argument("--full", action="store_true", help="every family, size (1k, 10k, 100k), seed, both sets")
+    ap.add_argument("--full", action="store_true",
+                    help="every family (but those run only when named), size (1k, 10k, 100k), seed, both sets")
     ap.add_argument("--max-n", type=int, default=None, help="skip instances with more ranks")
     ap.add_argument("--only", default=None, metavar="REGEX",
                     help="only the instances whose name matches (re.search), e.g. 'miniamr|lulesh-s6'")
@@ -422,7 +425,7 @@ def parse_args(argv=None):
 
 
 def select(args):
-    fams = args.families.split(",") if args.families else list(I.FAMILIES)
+    fams = args.families.split(",") if args.families else list(I.DEFAULT_FAMILIES)
     bad = [f for f in fams if f not in I.FAMILIES]
     if bad:
         sys.exit(f"unknown families {bad}; choose from {', '.join(I.FAMILIES)}")
