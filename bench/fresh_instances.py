@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.spatial import cKDTree
 
-from instances import _hosts, _renumber, _sym
+from instances import _hosts, _renumber, _sym, grid_positions
 
 
 def _rng(*key) -> np.random.Generator:
@@ -107,8 +107,7 @@ def _grid3d(X, Y, Z, offs, order):
     """Non-periodic halo of an X x Y x Z grid; offs: (dx, dy, dz, bytes); ranks in `order`
     (xfast, hilbert, snake = boustrophedon, yzx = y fastest, then z, then x)."""
     P = X * Y * Z
-    idx = np.arange(P)
-    x, y, z = idx % X, (idx // X) % Y, idx // (X * Y)
+    idx, x, y, z = grid_positions(X, Y, Z)
     if order == "xfast":
         rank = idx
     elif order == "hilbert":

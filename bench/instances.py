@@ -226,12 +226,17 @@ def _sizes(total: int, parts: int, rng) -> np.ndarray:
     return base
 
 
+def grid_positions(X: int, Y: int, Z: int) -> tuple:
+    """(position index, x, y, z) of every position of an X x Y x Z grid, x fastest."""
+    idx = np.arange(X * Y * Z)
+    return idx, idx % X, (idx // X) % Y, idx // (X * Y)
+
+
 def _order(dims, how: str, rng) -> np.ndarray:
     """rank of each grid position (positions enumerated x fastest)."""
     X, Y, Z = dims
     P = X * Y * Z
-    idx = np.arange(P)
-    x, y, z = idx % X, (idx // X) % Y, idx // (X * Y)
+    idx, x, y, z = grid_positions(X, Y, Z)
     if how == "xfast":
         key = idx
     elif how == "zfast":
@@ -265,8 +270,7 @@ def stencil(P: int, seed: int, points: int = 7) -> tuple:
     periodic = rng.random(3) < 0.34
     how = ORDERS[seed % len(ORDERS)] if seed < 1000 else ORDERS[int(rng.integers(len(ORDERS)))]
     rank = _order((X, Y, Z), how, rng)
-    idx = np.arange(P)
-    x, y, z = idx % X, (idx // X) % Y, idx // (X * Y)
+    idx, x, y, z = grid_positions(X, Y, Z)
     rows, cols, vals = [], [], []
     offs = [(dx, dy, dz) for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1)
             if (dx, dy, dz) > (0, 0, 0)]

@@ -376,29 +376,20 @@ def resplit_nodes(graph, machine: Machine, slot: np.ndarray, target: float, seed
         shared = np.bincount(node[rows.indices], weights=rows.data, minlength=N)
         shared[a] = 0
         shared[top != top[a]] = 0
-        kept = False
-        for b in np.argsort(-shared, kind="stable")[:RESPLIT_PARTNERS].tolist():
-            key = (a, b, float(loads.max()))
-            if shared[b] <= 0 or key in tried:
-                continue
-            tried.add(key)
-            U = np.concatenate([ra, np.flatnonzero(node == b)])
-            part = _two_constraint_split(W, U, len(ra), seed)
-            if part is None:
-                continue
-            n2 = node.copy()
-            n2[U] = np.where(part == 0, a, b)
+        found = {}
+
+        def better(n2, b, U):
             ab = np.array([a, b])
-            new = own(ab, n2) * node_scale[np.concatenate([ab, N + ab])]
-            old = loads[np.concatenate([ab, N + ab])]
-            if new.max() < old.max() - 1e-9 * abs(old.max()):
-                node = n2
-                loads[np.concatenate([ab, N + ab])] = new
-                kept = True
-                done += 1
-                break
-        if not kept:
+            links = np.concatenate([ab, N + ab])
+            new = own(ab, n2) * node_scale[links]
+            found.update(links=links, new=new)
+            return new.max() < loads[links].max() - 1e-9 * abs(loads[links].max())
+        n2 = _resplit_round(W, node, a, ra, shared, seed, tried, float(loads.max()), better)
+        if n2 is None:
             break
+        node = n2
+        loads[found["links"]] = found["new"]
+        done += 1
     if not done:
         return slot, {}
     changed = np.flatnonzero(node != machine.slot_node[slot])
@@ -472,27 +463,17 @@ def resplit_groups(graph, machine: Machine, slot: np.ndarray, target: float, see
         rows = W[ra]
         shared = np.bincount(grp[rows.indices], weights=rows.data, minlength=G)
         shared[a] = 0
-        kept = False
-        for b in np.argsort(-shared, kind="stable")[:RESPLIT_PARTNERS].tolist():
-            key = (a, b, float(loads[hot]))
-            if shared[b] <= 0 or key in tried:
-                continue
-            tried.add(key)
-            U = np.concatenate([ra, np.flatnonzero(grp == b)])
-            part = _two_constraint_split(W, U, len(ra), seed)
-            if part is None:
-                continue
-            g2 = grp.copy()
-            g2[U] = np.where(part == 0, a, b)
+        found = {}
+
+        def better(g2, b, U):
             P2 = P - touching(U, grp) + touching(U, g2)
-            l2 = P2.ravel() @ K
-            if l2.max() < loads.max() - 1e-9 * abs(loads.max()):
-                grp, P, loads = g2, P2, l2
-                kept = True
-                done += 1
-                break
-        if not kept:
+            found.update(P=P2, loads=P2.ravel() @ K)
+            return found["loads"].max() < loads.max() - 1e-9 * abs(loads.max())
+        g2 = _resplit_round(W, grp, a, ra, shared, seed, tried, float(loads[hot]), better)
+        if g2 is None:
             break
+        grp, P, loads = g2, found["P"], found["loads"]
+        done += 1
     if not done:
         return slot, {}
     # each changed group's ranks on its own slots, placed as the partitioning places them
@@ -506,6 +487,28 @@ def resplit_groups(graph, machine: Machine, slot: np.ndarray, target: float, see
     if not (np.bincount(grp, minlength=G) == size).all():
         raise RuntimeError("internal error: a re-split changed a group's number of ranks")
     return slot, {"global_before": start, "global_after": float(loads.max()), "resplits": done}
+
+
+def _resplit_round(W: sp.csr_matrix, grp: np.ndarray, a: int, ra: np.ndarray, shared: np.ndarray, seed: int,
+                   tried: set, load: float, better) -> np.ndarray | None:
+    """One round of resplit_groups / resplit_nodes: group a's ranks (ra) and those of each of
+    the RESPLIT_PARTNERS groups it shares the most bytes with (shared), in turn, split again
+    (_two_constraint_split) until better(new grp, b, both groups' ranks) accepts one; that
+    assignment, or None. tried: the (a, b, load) already tried (not again at the same load)."""
+    for b in np.argsort(-shared, kind="stable")[:RESPLIT_PARTNERS].tolist():
+        key = (a, b, load)
+        if shared[b] <= 0 or key in tried:
+            continue
+        tried.add(key)
+        U = np.concatenate([ra, np.flatnonzero(grp == b)])
+        part = _two_constraint_split(W, U, len(ra), seed)
+        if part is None:
+            continue
+        g2 = grp.copy()
+        g2[U] = np.where(part == 0, a, b)
+        if better(g2, b, U):
+            return g2
+    return None
 
 
 def _two_constraint_split(W: sp.csr_matrix, U: np.ndarray, na: int, seed: int) -> np.ndarray | None:
