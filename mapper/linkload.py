@@ -8,14 +8,16 @@ subtree's uplinks, or one pair of groups' global link, carry more than the other
 phase moves whole node contents — the ranks of two nodes of the same topology trade
 places, each keeping its core — to lower the load of the busiest directed network link
 (then the sum of squared link loads), accepting only moves that keep the network
-hop-bytes and the cost within `tolerance` of where they started. The nodes' own links are left out:
-moving node contents cannot change what a node sends. Everything is computed on the
+hop-bytes and the cost within `tolerance` of where they started. The nodes' own links are
+left out: moving node contents cannot change what a node sends. Everything is computed on the
 node-level traffic, so a move costs one routing of at most nodes^2 pairs; machines of
 more than MAX_NODES nodes (a torus; MAX_NODES_TREE for trees and dragonflies, whose
 routes cost no walk) are left as the cost-driven search made them.
 
 Then `balance_global`, on any machine whose network has global links (trees, Slurm's
-switches, dragonflies; any size): never above block order on the busiest of them."""
+switches, dragonflies; any size): never above block order on the busiest of them; and
+`resplit_nodes` / `balance_nodes` where a node's own link is the busiest (full-bisection fat
+trees): never above block order's busiest link there either."""
 from __future__ import annotations
 
 import time
@@ -274,14 +276,15 @@ def balance_global(M: sp.spmatrix, machine: Machine, slot: np.ndarray, target: f
 
 
 NODE_LINKS_MAX_NODES = 1024   # node_link_share: nodes^2 rows (1,024 nodes: 2-4 M entries)
-NODE_RANK_WORK = 3 * 10 ** 5  # balance_nodes: rounds x ranks (a round scans ranks x nodes: 10^4 ranks, 320 nodes, 40 ms)
+NODE_RANK_WORK = 3 * 10 ** 5  # balance_nodes: rounds x ranks (a round scans ranks x nodes: 40 ms at 10^4 x 320)
 
 
 def node_link_share(machine: Machine):
     """(K, nodes, with global links): the loads of the global links (if any) and of the
     nodes' own links (each node's link out, then each node's link in, per link of its
-    capacity) are P.ravel() @ K, P the nodes x nodes bytes between nodes; None where the network has no node links of its own
-    (a torus, no network) or more than NODE_LINKS_MAX_NODES nodes."""
+    capacity) are P.ravel() @ K, P the nodes x nodes bytes between nodes; None where the
+    network has no node links of its own (a torus, no network) or more than
+    NODE_LINKS_MAX_NODES nodes."""
     from rankmap.mapper.network import Dragonfly, SwitchTree
     net, N = machine.network, machine.nnodes
     if not isinstance(net, (SwitchTree, Dragonfly)) or not 2 <= N <= NODE_LINKS_MAX_NODES:
@@ -319,13 +322,13 @@ def balance_nodes(M: sp.spmatrix, W: sp.spmatrix, machine: Machine, slot: np.nda
                   deadline: float | None = None) -> tuple[np.ndarray, dict]:
     """Rank swaps between nodes until no node's own link and no global link carries more
     than `target`, in the units of `share` (scaled_share: 1.0, block order's busiest of each
-    kind). The cost counts a byte between two
-    nodes the same whichever nodes send it, so the cheapest mapping can leave one node
-    sending far more than the others: AMR traffic on a full-bisection fat tree of 320 nodes
-    loaded its busiest node link 1.27 x block's, and there the nodes' links are the
-    network's busiest (predicted communication 1.32 x block's). The search is balance_global's
-    (_swap_to_target) with the nodes as groups. M: the directed traffic without its
-    diagonal; W: the symmetric graph the cost is taken on; share: node_link_share's."""
+    kind). The cost counts a byte between two nodes the same whichever nodes send it, so the
+    cheapest mapping can leave one node sending far more than the others: AMR traffic on a
+    full-bisection fat tree of 320 nodes loaded its busiest node link 1.27 x block's, and
+    there the nodes' links are the network's busiest (predicted communication 1.32 x
+    block's). The search is balance_global's (_swap_to_target) with the nodes as groups. M:
+    the directed traffic without its diagonal; W: the symmetric graph the cost is taken on;
+    share: scaled_share's."""
     K, N, _ = share
     hard = np.arange(K.shape[1]) < K.shape[1] - 2 * N          # the global links
     pos, got = _swap_to_target(M, W, slot.copy(), machine.slot_node, np.zeros(machine.nslots, np.int64),

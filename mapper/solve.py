@@ -520,16 +520,15 @@ def _node_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tu
             t, more = balance_nodes(offdiag, graph.W, machine, start, 1.0, scaled, deadline)
             if more:
                 tries.append((t, r, more["swaps"]))
-    if not tries:
+    # the way that reaches block's at the least cost, else the one that comes nearest
+    got = [(float(node_loads(pairs, machine, t[0], share)[-2 * N:].max()), prob.cost(t[0])) for t in tries]
+    j = min(range(len(tries)), key=lambda i: (got[i][0] > target, got[i][0] if got[i][0] > target else got[i][1]),
+            default=None)
+    if j is None or got[j][0] >= before:
         notes.append(f"node links: the busiest carries {_vs_block(before, target)} (no re-split or swap between "
                      "nodes lowered it)")
         return best
-    # the way that reaches block's at the least cost, else the one that comes nearest
-    got = [(float(node_loads(pairs, machine, t[0], share)[-2 * N:].max()), prob.cost(t[0])) for t in tries]
-    j = min(range(len(tries)), key=lambda i: (got[i][0] > target, got[i][0] if got[i][0] > target else got[i][1]))
     (s, r, k), (after, c) = tries[j], got[j]
-    if after >= before:
-        return best
     steps = ([f"{r} re-split{'s' if r != 1 else ''}"] if r else []) + ([f"{k} swap{'s' if k != 1 else ''}"] if k else [])
     notes.append(f"node links: the busiest carried {_vs_block(before, target)}, "
                  f"{_vs_block(after, target, again=True)} after {' and '.join(steps)} between nodes, for a cost "
