@@ -137,9 +137,13 @@ def _wanted(args):
 
 
 def cmd_replay(args) -> int:
+    extra = getattr(args, "extra_nodes", None)
+    if extra is not None and not 0 < extra <= 1000:
+        raise UserError(f"--extra-nodes {extra:g}: a percentage in (0, 1000]")
     machines, scales = _machines_scales(args)
     return R.run(C.select(C.SETS[_set(args)], args.only), args.work, machines, scales, wanted=_wanted(args),
-                 predict_choice=not getattr(args, "no_predict_choice", False), remap=getattr(args, "remap", False))
+                 predict_choice=not getattr(args, "no_predict_choice", False), remap=getattr(args, "remap", False),
+                 extra_nodes=getattr(args, "extra_nodes", None) or 0)
 
 
 def cmd_table(args) -> int:
@@ -155,6 +159,9 @@ def cmd_table(args) -> int:
     if getattr(args, "curve", False):
         print()
         print(table.curve_text(rows, args.markdown))
+    if any(table.EXTRA in r["t"] for r in rows):
+        print()
+        print(table.extra_text(rows, args.markdown))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0
@@ -243,6 +250,9 @@ def main(argv=None) -> int:
             r.add_argument("--remap", action="store_true",
                            help="Map rankmap-b/-c at these speeds again (after a change of the final choice or of "
                                 "predict); a placement whose hostfile changed is replayed again, the others not.")
+            r.add_argument("--extra-nodes", type=float, metavar="PCT",
+                           help="Also rankmap-c+: rankmap-c allowed PCT %% more nodes than the fewest, each partly "
+                                "filled (`rankmap map --extra-nodes PCT`), mapped at each speed with predict.")
         if name == "predict":
             r.add_argument("--no-run", action="store_true",
                            help="Only the estimate of communication alone, not the run's time (faster).")

@@ -29,6 +29,11 @@ SCATTER_EXTRA = 0
 SCATTERED = 4
 SCATTER_MAX_NODES = 128
 
+# wider_node_sets (--extra-nodes): at most WIDER_COUNTS ranks-per-node counts, WIDER_PER_COUNT
+# compact sets each (each set costs a quick mapping and two predictions)
+WIDER_COUNTS = 4
+WIDER_PER_COUNT = 2
+
 
 def restrict(machine: Machine, nodes, slots: np.ndarray | None = None) -> Machine:
     """The same machine reduced to some of its nodes (network coordinates kept), and to some
@@ -77,6 +82,15 @@ def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
     the local search packed them back). Returns (the reduced machine, its slots' indices in
     the whole machine)."""
     take = _even_counts(node_capacity(machine), nranks)
+    sel = spread_slots(machine, take)
+    # fewer ranks than nodes: the nodes left without a rank leave the machine (a node of no slots
+    # has no place in the machine tree)
+    return restrict(machine, np.flatnonzero(take > 0), sel), sel
+
+
+def spread_slots(machine: Machine, take: np.ndarray) -> np.ndarray:
+    """The first take[k] slots of each node k spread over its packages and NUMA nodes (round
+    robin, distinct cores before a core's second slot): their indices, ascending."""
     # On each node, its packages (and NUMA nodes) are queues, ordered by their lowest core,
     # each holding its slots by (round of the core, core); the node takes its first take[k]
     # slots round robin over the queues: by (position in its queue, queue). In numpy: the loop
@@ -99,10 +113,7 @@ def spread(machine: Machine, nranks: int) -> tuple[Machine, np.ndarray]:
     order = np.argsort((node * (int(pos.max()) + 1) + pos) * (int(qidx.max()) + 1) + qidx[group])   # round robin
     nth = np.empty(machine.nslots, dtype=np.int64)
     nth[order] = np.arange(machine.nslots) - _starts(node[order])
-    sel = np.flatnonzero(nth < take[node])                    # ascending, as slot indices are
-    # fewer ranks than nodes: the nodes left without a rank leave the machine (a node of no slots
-    # has no place in the machine tree)
-    return restrict(machine, np.flatnonzero(take > 0), sel), sel
+    return np.flatnonzero(nth < take[node])                   # ascending, as slot indices are
 
 
 def _starts(sorted_keys: np.ndarray) -> np.ndarray:
@@ -187,6 +198,40 @@ def candidate_node_sets(machine: Machine, nranks: int) -> list[np.ndarray]:
     order = np.argsort(-cap, kind="stable")           # one switch: the fewest, biggest nodes
     take = np.searchsorted(np.cumsum(cap[order]), nranks) + 1
     return [np.sort(order[:take])]
+
+
+def wider_node_sets(machine: Machine, nranks: int, extra_percent: float) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """map --extra-nodes PERCENT: compact node sets of more nodes than the fewest that hold the
+    ranks (up to PERCENT % more), each node holding at most k = ceil(nranks / m) of them: the
+    ranks a node then holds can be whole groups of the traffic (one row of NPB CG's process
+    grid per node: its exchanges within a row never leave the node) and each node's network
+    interface carries fewer ranks' bytes. For each k (at most WIDER_COUNTS of them, evenly
+    over those that take more nodes), the machine of each node's first k slots (over its
+    packages, as --fill spread) gives candidate_node_sets' WIDER_PER_COUNT most compact sets
+    (ceil(nranks / k) nodes, or a torus box of a few more), those within the budget kept. Returns (nodes, their slots in `machine`, k) per set, the fewest
+    nodes first. Deterministic."""
+    cap = node_capacity(machine)
+    lo = fewest_nodes(cap, nranks)
+    hi = min(int((cap > 0).sum()), int(np.floor(lo * (1 + extra_percent / 100) + 1e-9)))
+    ks = sorted({-(-nranks // m) for m in range(lo + 1, hi + 1)}, reverse=True)
+    ks = [k for k in ks if -(-nranks // k) > lo]                  # more nodes than the fewest
+    if len(ks) > WIDER_COUNTS:
+        ks = [ks[i] for i in np.unique(np.linspace(0, len(ks) - 1, WIDER_COUNTS).round().astype(int))]
+    live = np.flatnonzero(cap > 0)
+    out = []
+    for k in ks:
+        sel = spread_slots(machine, np.minimum(cap, k))
+        capped = restrict(machine, live, sel)          # node i of capped is live[i]
+        try:
+            sets = candidate_node_sets(capped, nranks)[:WIDER_PER_COUNT]
+        except UserError:                               # k per node: too few nodes
+            continue
+        for S in sets:
+            nodes = live[S]
+            if len(nodes) > hi:         # a torus box larger than the budget (13 nodes in 4x2x2x2: 16)
+                continue
+            out.append((nodes, sel[np.isin(machine.slot_node[sel], nodes)], k))
+    return out
 
 
 def _torus_boxes(machine: Machine, cap: np.ndarray, nranks: int) -> list[np.ndarray]:

@@ -12,21 +12,28 @@ from rankmap.mapper import allocation, baselines, report, solve, spec as mspec, 
 from rankmap.mapper.graph import from_traffic
 from rankmap.mapper.network import Torus
 from rankmap.profiler import outputs
+from rankmap.profiler.errors import UserError
 from rankmap.profiler.traffic import Traffic
 
 VERSION = "0.1.0"
 
 
 def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, refine, fill, mode, out,
-            force, plots_on, console, also_nodes: list[str] | None = None, parallel=None, network=None) -> dict:
+            force, plots_on, console, also_nodes: list[str] | None = None, parallel=None, network=None,
+            extra_nodes: float = 0) -> dict:
     """also_nodes: in whole-cluster mode, one more candidate node set (e.g. the allocation a
     run had); the nodes a profile ran on are always a candidate. parallel: (run, workdir) to
     compute the mapping on a distributed engine (rankmap.mapper.parallel). network: None, or
     the network's speeds (a rankmap.mapper.predict.Network): the final choice among solve's
     candidate mappings is then made with `rankmap predict`'s estimate (solve.choose_predicted),
     and in whole-cluster mode the node set too, among compact and scattered ones
-    (_choose_nodes_predicted)."""
+    (_choose_nodes_predicted). extra_nodes: whole-cluster mode with a network: node sets of up
+    to this many percent more nodes than the fewest, each partly filled, are candidates too
+    (allocation.wider_node_sets)."""
     t0 = time.monotonic()
+    if extra_nodes and (mode != "whole-cluster" or network is None or parallel is not None):
+        raise UserError("extra nodes are chosen by predict among whole-cluster mode's node sets: they need "
+                        "--mode whole-cluster and the network's speeds")
     target = writers.mapping_target(out, force, inputs=inputs_of(traffic, spec))   # checked before any work
     machine = mspec.build(spec)
     graph = from_traffic(traffic)
@@ -60,7 +67,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                          f"({len(cands)} compact candidate(s) compared)")
         else:
             sets, note, node_sets = _choose_nodes_predicted(
-                traffic, graph, search_on, cands, ncompact, network, algorithm, seed, time_limit, refine, fill)
+                traffic, graph, search_on, cands, ncompact, network, algorithm, seed, time_limit, refine, fill,
+                extra_nodes)
             finals = {}
             for name, (nodes, slots) in sets.items():   # the chosen set and the cost's: each searched in full
                 if slots is not None and search_on is not machine:
@@ -77,6 +85,10 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                 node_sets["chosen"] = keep
             chosen_nodes, (full, machine, sel, more, res, predictor, timing) = finals[node_sets["chosen"]]
             notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen; " + note)
+            fewest = allocation.fewest_nodes(allocation.node_capacity(search_on), traffic.size)
+            if extra_nodes and len(chosen_nodes) > fewest:
+                notes.append(f"--extra-nodes: {len(chosen_nodes)} nodes where {fewest} hold the ranks "
+                             f"(+{100 * (len(chosen_nodes) / fewest - 1):.0f} % node-hours for the run)")
             notes += more
     if node_sets is None:
         full, machine, sel, more, res, predictor, timing = _final(traffic, machine, graph, algorithm, seed, tries,
@@ -154,7 +166,7 @@ def _final(traffic: Traffic, machine, graph, algorithm, seed, tries, time_limit,
 
 
 def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncompact: int, network, algorithm, seed,
-                            time_limit, refine, fill) -> tuple:
+                            time_limit, refine, fill, extra_nodes: float = 0) -> tuple:
     """Whole-cluster mode knowing the network's speeds: the compact candidates (and the run's
     allocation: cands[ncompact:]) and the node sets scattered over the network
     (allocation.scattered_node_sets, each with its ranks per node: only those slots are kept)
@@ -167,7 +179,8 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
     is kept unless another is predicted faster by more than its margin. Two estimates per
     candidate (one when both put the same ranks on the same nodes): up to
     allocation.CANDIDATES + 2 compact ones and SCATTERED scattered ones (on as few nodes as
-    the compact ones). Returns ({name: (nodes, slots of `machine` to keep or None)} of the
+    the compact ones), and with extra_nodes the wider sets (allocation.wider_node_sets: more
+    nodes, each partly filled; named "N nodes x K"). Returns ({name: (nodes, slots of `machine` to keep or None)} of the
     chosen set and of the set the quick cost prefers, a note, what report.json says of the
     choice); run_map then searches both in full when they differ (_final)."""
     named, costs = {}, {}
@@ -176,6 +189,12 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
     for nodes, counts, _ in allocation.scattered_node_sets(machine, traffic.size, network):
         slots = allocation.first_slots(machine, dict(zip(nodes.tolist(), counts.tolist())))
         named["scattered " + ",".join(f"{machine.hosts[k]}:{c}" for k, c in zip(nodes, counts))] = (nodes, slots)
+    if extra_nodes:
+        for nodes, slots, k in allocation.wider_node_sets(machine, traffic.size, extra_nodes):
+            name = f"{len(nodes)} nodes x {k}"
+            while name in named:
+                name += "'"
+            named[name] = (nodes, slots)
     predictor = _predictor(traffic, machine, network)
     pool, of = {}, {}
     for name, (nodes, slots) in named.items():

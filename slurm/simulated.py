@@ -7,6 +7,8 @@ Placements (as the Angara paper names them):
   random     a random order over the same nodes (seeded)
   rankmap-b  rankmap's mapping onto the same nodes (mode "same allocation")
   rankmap-c  rankmap's mapping onto nodes it chooses among the whole cluster
+  rankmap-c+ the same, allowed more nodes than the fewest, partly filled (map --extra-nodes;
+             only when asked for)
 Communication time = simulated time minus the time of the same trace on a network that
 costs nothing (platform-ideal.xml): what the network adds to the run, waiting included."""
 from __future__ import annotations
@@ -26,6 +28,7 @@ from rankmap.profiler.formats import read_traffic
 from rankmap.slurm import smpi
 
 PLACEMENTS = ("block", "cyclic", "random", "rankmap-b", "rankmap-c")
+MAPPING_DIRS = {"rankmap-b": "mapping-b", "rankmap-c": "mapping-c", "rankmap-c+": "mapping-c+"}
 
 
 @dataclass
@@ -64,9 +67,11 @@ def _hosts(machine, slot) -> list[str]:
 
 
 def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, out: Path, seed: int = 0,
-               which=PLACEMENTS, model: str = "auto", console=None, network=None) -> dict[str, list[str]]:
+               which=PLACEMENTS, model: str = "auto", console=None, network=None,
+               extra_nodes: float = 0) -> dict[str, list[str]]:
     """Hostfile lines of each placement (rankmap's mappings are written under out/). network:
-    rankmap's final choice made with predict on these speeds (run_map's network), or None."""
+    rankmap's final choice made with predict on these speeds (run_map's network), or None.
+    extra_nodes: rankmap-c+'s --extra-nodes percentage (it needs the network)."""
     alloc = allocate(p, platform_dir, nranks, out)
     m_alloc = mspec.build(mspec.load(alloc.spec_path))
     traffic = read_traffic(trace, "smpi", model)
@@ -78,13 +83,14 @@ def placements(trace: Path, p: plat.Platform, platform_dir: Path, nranks: int, o
             res[name] = _hosts(m_alloc, baselines.cyclic(nranks, m_alloc))
         elif name == "random":
             res[name] = _hosts(m_alloc, baselines.random(nranks, m_alloc, seed))
-        elif name in ("rankmap-b", "rankmap-c"):
+        elif name in MAPPING_DIRS:
             same = name == "rankmap-b"
-            d = out / ("mapping-b" if same else "mapping-c")
+            d = out / MAPPING_DIRS[name]
             run_map(traffic, mspec.load(alloc.spec_path if same else platform_dir / "machine.json"),
                     algorithm="metis", seed=seed, tries=None, time_limit=None, refine=True, fill="packed",
                     mode="same-allocation" if same else "whole-cluster", out=str(d), force=True, plots_on=False,
-                    console=None, also_nodes=alloc.nodes, network=network)
+                    console=None, also_nodes=alloc.nodes, network=network,
+                    extra_nodes=extra_nodes if name == "rankmap-c+" else 0)
             res[name] = smpi.read_hostfile(d / "hostfile")
         else:
             raise UserError(f"unknown placement {name!r}; choose among {', '.join(PLACEMENTS)}")

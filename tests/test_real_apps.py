@@ -238,6 +238,27 @@ def test_table_with_placements_replayed_after_predict():
     assert "no predict estimate for random, scotch (run `predict`)" in line
 
 
+def test_extra_nodes_table():
+    """replay --extra-nodes: rankmap-c+ is one of rankmap's placements, not a competitor; its
+    table gives the nodes each placement takes, the node-hours, and the -30 % target counted
+    with it."""
+    from real_apps import table
+    one = lambda t, c: {"simulated_seconds": t, "comm_seconds": c, "comm_alone_seconds": c,   # noqa: E731
+                        "predicted_comm_seconds": c}
+    r = {"case": "cg", "app": "npb", "ranks": 64, "machine": "m", "scale": 0.0625,
+         "res": {"block": one(1.0, 0.5), "cyclic": one(1.1, 0.6), "random": one(1.2, 0.6), "rankmap-b": one(0.9, 0.4),
+                 "rankmap-c": one(0.9, 0.4), "rankmap-c+": one(0.75, 0.25), "scotch": one(0.95, 0.45)},
+         "nodes": {"block": 6, "rankmap-c": 6, "rankmap-c+": 8}}
+    table._derive(r)
+    assert r["competitors"] == ["scotch"] and r["best"] == "scotch"
+    assert table.checks(r) == "comm -20% (not <= -30 %)"          # rankmap-b/-c's target, as before
+    out = table.extra_text([r], markdown=True).splitlines()
+    assert out[2] == "| cg | 64 | m | /16 | 50.0% | 6 | 6 | 8 | 0.900 | 0.900 | 0.750 | 0.800 | 0.800 | 0.500 | 1.000 |"
+    assert out[-1] == ("- communication-bound rows among these: 1; communication >= 30 % below block (best of "
+                       "rankmap-b/-c/-c+): 1")
+    assert "rankmap-c+" not in table.text([r])        # the main table's columns are unchanged
+
+
 def _predict_work(tmp_path, names=("block",), scales=(1.0, 0.25)) -> Path:
     """A WORK directory with one case (a ring of 4 ranks, traced by hand) replayed on Desmos:
     these placements' hostfiles and results, for the predict phase."""

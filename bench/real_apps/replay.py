@@ -5,6 +5,8 @@ Placements (one hostfile each, line i = host of rank i):
                           on the nodes Slurm's block allocation gives the job
   rankmap-b               rankmap's mapping onto those same nodes (mode same-allocation)
   rankmap-c               rankmap's mapping onto nodes it chooses in the whole cluster
+  rankmap-c+              the same with `map --extra-nodes PCT` (replay --extra-nodes PCT only):
+                          more nodes than the fewest, partly filled, where predict says faster
   <competitor>            each competitor's mapping (bench/competitors.py) of the same traffic
                           onto the same nodes as block and rankmap-b
 All of them are replayed from the same trace with `rankmap.slurm.simulated.compare` (the
@@ -40,6 +42,7 @@ MACHINES = ("angara-k1", "desmos", "fat-tree")
 # link), /4, /16, /64 (94 MB/s and 32 us per link: Gigabit Ethernet)
 SCALES = (1.0, 0.25, 0.0625, 0.015625)
 OURS = ("block", "cyclic", "random", "rankmap-b", "rankmap-c")
+EXTRA = "rankmap-c+"        # replay --extra-nodes PCT: rankmap-c allowed PCT % more nodes (mapped with predict)
 # the strongest configuration of each published mapper in bench/competitors.py ("all": every one)
 COMPETITORS = ("sharedmap-strong", "kahip-ms-strong", "mtkahypar-ms", "mtkahypar-map-q", "scotch", "treematch")
 
@@ -87,10 +90,12 @@ def symmetric_traffic(trace: Path):
 
 
 def placements(trace: Path, ranks: int, work: Path, machine: str, out: Path, say=print,
-               wanted=COMPETITORS, scales=(), predict_choice: bool = True, remap: bool = False) -> dict:
+               wanted=COMPETITORS, scales=(), predict_choice: bool = True, remap: bool = False,
+               extra_nodes: float = 0) -> dict:
     """placements.json: host lists of ours and of every available competitor (computed once);
     with predict_choice, rankmap-b/-c again at each scale, knowing that network's speeds
-    (remap: again even if placements.json has them)."""
+    (remap: again even if placements.json has them); with extra_nodes, rankmap-c+ too at each
+    scale (again when the percentage changed)."""
     f = out / "placements.json"
     data = json.loads(f.read_text()) if f.is_file() else {"hosts": {}, "map_seconds": {}, "skipped": {}}
     p, pdir = platform(work, machine, 1.0)
@@ -104,6 +109,17 @@ def placements(trace: Path, ranks: int, work: Path, machine: str, out: Path, say
         at[k] = simulated.placements(trace, ps, psdir, ranks, out / "map" / k, seed=0,
                                      which=("rankmap-b", "rankmap-c"), network=ps.network())
         data["map_seconds"][f"(rankmap-b/-c, {k}, predict choice)"] = round(time.monotonic() - t0, 2)
+    for s in (scales if extra_nodes else ()):
+        k = f"x{s:g}"
+        if not remap and EXTRA in at.get(k, {}) and data.get("extra_nodes", {}).get(k) == extra_nodes:
+            continue
+        ps, psdir = platform(work, machine, s)
+        t0 = time.monotonic()
+        at.setdefault(k, {}).update(simulated.placements(trace, ps, psdir, ranks, out / "map" / k, seed=0,
+                                                         which=(EXTRA,), network=ps.network(),
+                                                         extra_nodes=extra_nodes))
+        data.setdefault("extra_nodes", {})[k] = extra_nodes
+        data["map_seconds"][f"({EXTRA} {extra_nodes:g} %, {k})"] = round(time.monotonic() - t0, 2)
     missing = [n for n in OURS if n not in data["hosts"]]
     if missing:
         t0 = time.monotonic()
@@ -160,16 +176,17 @@ def _replayed_hosts(out: Path, scale: float, name: str):
 
 
 def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path, say=print,
-           wanted=COMPETITORS, predict_choice: bool = True, remap: bool = False) -> dict:
+           wanted=COMPETITORS, predict_choice: bool = True, remap: bool = False, extra_nodes: float = 0) -> dict:
     """Results per scale: placement -> outcome (simulated.Outcome.as_dict)."""
-    pl = placements(trace, ranks, work, machine, out, say, wanted, scales, predict_choice, remap)
+    pl = placements(trace, ranks, work, machine, out, say, wanted, scales, predict_choice, remap, extra_nodes)
     res = {}
     for s in scales:
         f = out / f"x{s:g}.json"
         have = json.loads(f.read_text()) if f.is_file() else {}
-        keep = set(OURS) | set(competitor_names(wanted)[0])
+        keep = set(OURS) | set(competitor_names(wanted)[0]) | ({EXTRA} if extra_nodes else set())
         hosts = hosts_at(pl, s, predict_choice)
-        stale = [n for n in ("rankmap-b", "rankmap-c") if n in have and _replayed_hosts(out, s, n) != hosts[n]]
+        stale = [n for n in ("rankmap-b", "rankmap-c", EXTRA) if n in have and n in hosts
+                 and _replayed_hosts(out, s, n) != hosts[n]]
         todo = {n: h for n, h in hosts.items() if (n not in have or n in stale) and n in keep}
         if todo:
             p, pdir = platform(work, machine, s)
@@ -183,7 +200,9 @@ def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path,
 
 
 def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS, predict_choice: bool = True,
-        remap: bool = False) -> int:
+        remap: bool = False, extra_nodes: float = 0) -> int:
+    if extra_nodes and not predict_choice:
+        raise UserError("--extra-nodes: predict chooses the extra nodes; not with --no-predict-choice")
     failed = []
     for case in cases:
         trace = work / "traces" / case.name / "trace" / "replay.ti"     # capture.replayable
@@ -197,7 +216,7 @@ def run(cases: list, work: Path, machines, scales, say=print, wanted=COMPETITORS
             say(f"  {case.name} on {m}", flush=True)
             try:
                 replay(trace, case.ranks, work, m, scales, work / "replay" / case.name / m, say, wanted,
-                       predict_choice, remap)
+                       predict_choice, remap, extra_nodes)
             except UserError as e:      # a SimGrid replay crash: report it, go on with the other rows
                 say(f"  {case.name} on {m}: FAILED: {str(e).splitlines()[0]}")
                 failed.append(f"{case.name}/{m}")

@@ -10,7 +10,7 @@ import math
 import sys
 from pathlib import Path
 
-from real_apps.replay import COMPETITORS, OURS
+from real_apps.replay import COMPETITORS, EXTRA, OURS, hosts_at
 
 TIE = 0.01          # placements whose replayed times differ by less than this are not ranked
 NOISE = 0.001       # SimGrid's message-ordering effects: differences below 0.1 % are not placement quality
@@ -31,7 +31,7 @@ def load(work: Path, cases: list, machines, scales, wanted=COMPETITORS) -> list[
                     continue
                 res = json.loads(f.read_text())
                 if wanted != "all":
-                    res = {n: v for n, v in res.items() if n in OURS or n in wanted}
+                    res = {n: v for n, v in res.items() if n in OURS or n in wanted or n == EXTRA}
                 missing = [n for n in OURS if n not in res]
                 if missing:      # a row stopped half-way (its placements are replayed one at a time)
                     if "block" in res:
@@ -40,7 +40,8 @@ def load(work: Path, cases: list, machines, scales, wanted=COMPETITORS) -> list[
                     continue
                 rows.append({"case": case.name, "app": case.app, "ranks": case.ranks, "machine": m, "scale": s,
                              "what": case.what, "res": res, "map_seconds": pl.get("map_seconds", {}),
-                             "skipped": pl.get("skipped", {})})
+                             "skipped": pl.get("skipped", {}),
+                             "nodes": {n: len(set(h)) for n, h in hosts_at(pl, s).items() if n in res}})
     for r in rows:
         _derive(r)
     return rows
@@ -49,7 +50,7 @@ def load(work: Path, cases: list, machines, scales, wanted=COMPETITORS) -> list[
 def _derive(r: dict) -> None:
     res = r["res"]
     b = res["block"]
-    comps = [n for n in res if n not in OURS]
+    comps = [n for n in res if n not in OURS and n != EXTRA]
     r["competitors"] = comps
     r["t"] = {n: v["simulated_seconds"] / b["simulated_seconds"] for n, v in res.items()}
     bc = b["comm_seconds"]
@@ -171,7 +172,7 @@ def competitors_text(rows: list[dict], markdown: bool = False) -> str:
     else:
         out.append(f"{'mapping':14} {'rows':>5} {'t/block':>8} {'c/block':>8} {'rm-b faster':>11} {'within 1%':>9} "
                    f"{'rm-b slower':>11}")
-    for n in ["cyclic", "random", "rankmap-b", "rankmap-c"] + names:
+    for n in ["cyclic", "random", "rankmap-b", "rankmap-c", EXTRA] + names:
         rs = [r for r in rows if n in r["t"]]
         if not rs:
             continue
@@ -309,3 +310,37 @@ def _predict_at(rs: list[dict]) -> str:
     ok, tot = sum(r["order"][0] for r in rs), sum(r["order"][1] for r in rs)
     return (f"; predict (communication alone): MAE {sum(errs) / len(errs):.1%}, max {max(errs):.1%}, order {ok}/{tot}"
             + (f" = {ok / tot:.1%}" if tot else ""))
+
+
+def extra_text(rows: list[dict], markdown: bool = False) -> str:
+    """rankmap-c+ (replay --extra-nodes): per row replayed with it, the nodes each placement
+    takes, time and communication over block's of rankmap-b, -c and -c+, and the node-hours
+    of -c+ over block's (nodes x time); then the communication-bound rows' -30 % target
+    counted with -c+ among rankmap's placements."""
+    rs = [r for r in rows if EXTRA in r["t"]]
+    if not rs:
+        return f"{EXTRA}: no row replayed with it (replay --extra-nodes PCT)"
+    head = ["case", "P", "machine", "net", "comm%", "nodes block", "nodes rm-c", "nodes rm-c+", "rm-b", "rm-c", "rm-c+",
+            "c:rm-b", "c:rm-c", "c:rm-c+", "node-hours rm-c+"]
+    out = (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] if markdown else
+           [" ".join(f"{h:>11}" for h in head)])
+    for r in rs:
+        t, c, nd = r["t"], r["c"], r["nodes"]
+        nh = nd[EXTRA] * t[EXTRA] / nd["block"]
+        cells = [r["case"], str(r["ranks"]), r["machine"], net(r["scale"]), f"{r['comm_share']:.1%}", str(nd["block"]),
+                 str(nd["rankmap-c"]), str(nd[EXTRA]), *(_f(t[n]).strip() for n in ("rankmap-b", "rankmap-c", EXTRA)),
+                 *(_f(c[n]).strip() for n in ("rankmap-b", "rankmap-c", EXTRA)), f"{nh:.3f}"]
+        out.append("| " + " | ".join(cells) + " |" if markdown else " ".join(f"{x:>11}" for x in cells))
+    cb = [r for r in rs if r["comm_share"] >= COMM_BOUND]
+    best = {id(r): min(r["c"][n] for n in ("rankmap-b", "rankmap-c", EXTRA)) for r in cb}
+    hit = [r for r in cb if best[id(r)] <= 0.70]
+    slower = [r for r in rs if r["t"][EXTRA] > 1 + NOISE]
+    out.append("")
+    out.append(("- " if markdown else "") + f"{EXTRA} never slower than block: {len(rs) - len(slower)} of {len(rs)} rows"
+               + (" — slower: " + ", ".join(f"{r['case']} {r['machine']} {net(r['scale'])} {r['t'][EXTRA]:.4f}"
+                                           for r in slower) if slower else ""))
+    out.append(("- " if markdown else "") + f"communication-bound rows among these: {len(cb)}; communication >= 30 % below "
+               f"block (best of rankmap-b/-c/-c+): {len(hit)}" + (" — the others: " + ", ".join(
+                   f"{r['case']} {r['machine']} {net(r['scale'])} c:{best[id(r)]:.3f}" for r in cb if r not in hit)
+                   if len(hit) < len(cb) else ""))
+    return "\n".join(out)

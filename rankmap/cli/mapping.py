@@ -93,9 +93,14 @@ def _network_speeds(source: str):
               "`rankmap predict`'s estimate, when one is more than 1 % faster than the cost's choice. With --mode "
               "whole-cluster it also chooses the nodes that way, among compact ones and sets scattered over the "
               "network (an all-to-all runs faster where its bytes share many links and routers).")
+@click.option("--extra-nodes", type=Number(0.0, 1000.0, lo_open=True), metavar="PERCENT",
+              help="With --mode whole-cluster and --network-speeds: node sets of up to PERCENT % more nodes than the "
+              "fewest that hold the ranks are candidates too, each node partly filled (whole groups of ranks that "
+              "exchange most per node, fewer bytes per network interface); one is chosen only where predict "
+              "estimates it faster. It trades node-hours for time: the note says how many.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limit, no_refine, fill, mode, imbalance,
-            out, force, plots, parallel, parallel_launcher, network_speeds, as_json, **mopts):
+            out, force, plots, parallel, parallel_launcher, network_speeds, extra_nodes, as_json, **mopts):
     """Map the ranks of MATRIX (a profile run directory or a traffic file) onto a machine
     and write hostfile, binding.txt, rankfile, machinefile and report.json into --out."""
     from rankmap.mapper.mapping import run_map
@@ -111,7 +116,12 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
             ("--tries", parallel is None and tries is not None and algorithm not in ("metis", "scotch"),
              f"--algorithm {algorithm} computes one mapping"),
             ("--no-refine", no_refine and algorithm in ("random", "block", "cyclic"),
-             f"--algorithm {algorithm} is not refined")):
+             f"--algorithm {algorithm} is not refined"),
+            ("--extra-nodes", extra_nodes is not None and mode != "whole-cluster", "rankmap chooses the nodes only "
+             "with --mode whole-cluster"),
+            ("--extra-nodes", extra_nodes is not None and mode == "whole-cluster" and not network_speeds,
+             "more nodes, partly filled, cost more by the mapping cost: only predict can tell they run faster "
+             "(give --network-speeds)")):
         if ignored:
             raise UserError(f"{flag} would be ignored: {why}; drop it")
     out = mapping_target(out, force, inputs=[matrix, *_input_files(mopts)])    # checked before any work
@@ -127,6 +137,8 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
                   mode=mode, out=out, force=force, plots_on=plots, console=None if as_json else console)
     if net is not None:
         kwargs["network"] = net
+    if extra_nodes is not None:
+        kwargs["extra_nodes"] = extra_nodes
     from rankmap.mapper import budget
     seconds, _ = budget.check(traffic.bytes.nnz, traffic.size)     # memory: refused before anything is built
     if parallel is None:
