@@ -59,6 +59,11 @@ FINAL_MAX = 8
 # ranks) and a refinement takes seconds
 UNREFINED_ABOVE = 50000
 HOPELESS = 1.10
+# An RCM start (mapper/ordering.py) is refined only if it starts within RCM_WITHIN of the best
+# refined start: those that won did (unrefined 0.92-1.69 of the final cost), and refining the
+# others took 0.2-0.5 s at 1k ranks on social traffic (unrefined 1.77-2.08; 1k tune and held-out
+# first seeds, the fresh family; docs/mapper-history.md)
+RCM_WITHIN = 1.75
 PARTITION_SHARE = 0.5         # --time-limit: the partitionings' share of it (the search gets the rest)
 # On a torus (or mesh) of nodes, traffic of this many ranks or more that is a process grid
 # (cartesian.detect) gets its nested bricks as the only partitioning start, without the
@@ -326,6 +331,10 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
         # the default orders refined are candidates too: structured codes often start close to them
         starts += [(f"{k}+refine", v.copy(), seed) for k, v in defaults.items()
                    if work.refine_defaults or k == "input"]
+    if search and algorithm == "metis" and not quick and n < UNREFINED_ABOVE:
+        # last: refined only if they start within RCM_WITHIN of the best refined start (RCM_WITHIN's comment)
+        from rankmap.mapper.ordering import rcm_starts
+        starts += [(k, v, seed) for k, v in rcm_starts(graph.W, machine).items()]
     candidates = {}
     kept = {}                   # candidate -> its mapping (only with a predictor)
     if predictor is not None and algorithm == "metis" and not quick:
@@ -343,6 +352,9 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
     for i, (name, s, sd) in enumerate(starts):
         if before is not None and before[i] > HOPELESS * min(before):
             candidates[f"{name} (not refined)"] = before[i]
+            continue
+        if name.startswith("rcm") and best is not None and (c0 := prob.cost(s)) > RCM_WITHIN * best[1]:
+            candidates[f"{name} (not refined)"] = c0
             continue
         if search:
             s, c, cut = sprob.refine(s, sd, 0, max(0.0, deadline - time.monotonic()))
