@@ -17,6 +17,12 @@ from rankmap.profiler.traffic import Traffic
 
 VERSION = "0.1.0"
 
+# --extra-nodes: a set of more nodes than the fewest that hold the ranks is taken only when
+# predicted this much faster than the best set of the fewest nodes (quick mappings, then both
+# searched in full): it costs a third or more node-hours, and NPB LU A 64 on Desmos at /16
+# took 16 nodes instead of 12 for 0.6 % (docs/real-apps.md, "More nodes, partly filled")
+WIDER_MARGIN = 0.05
+
 
 def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, refine, fill, mode, out,
             force, plots_on, console, also_nodes: list[str] | None = None, parallel=None, network=None,
@@ -77,11 +83,10 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                                               seed, tries, time_limit, refine, fill, processes, parallel, network))
             if len(finals) > 1:
                 est = {k: v[1][4].predicted.get(v[1][4].chosen) for k, v in finals.items()}
-                keep = node_sets["chosen"] if None not in est.values() and \
-                    est[node_sets["chosen"]] < est[node_sets["by_cost"]] else node_sets["by_cost"]
+                keep = _final_choice(node_sets, est)
                 node_sets["final"] = est
-                note += (f"; searched in full, {node_sets['chosen']} is predicted {est[node_sets['chosen']]:.4g} s, "
-                         f"{node_sets['by_cost']} {est[node_sets['by_cost']]:.4g} s: {keep} is kept")
+                note += ("; searched in full, " + ", ".join(f"{k} is predicted {v:.4g} s" for k, v in est.items()
+                                                             if v is not None) + f": {keep} is kept")
                 node_sets["chosen"] = keep
             chosen_nodes, (full, machine, sel, more, res, predictor, timing) = finals[node_sets["chosen"]]
             notes.append(f"whole-cluster mode: {len(chosen_nodes)} of {len(spec['hosts'])} nodes chosen; " + note)
@@ -189,12 +194,14 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
     for nodes, counts, _ in allocation.scattered_node_sets(machine, traffic.size, network):
         slots = allocation.first_slots(machine, dict(zip(nodes.tolist(), counts.tolist())))
         named["scattered " + ",".join(f"{machine.hosts[k]}:{c}" for k, c in zip(nodes, counts))] = (nodes, slots)
+    wider = set()
     if extra_nodes:
         for nodes, slots, k in allocation.wider_node_sets(machine, traffic.size, extra_nodes):
             name = f"{len(nodes)} nodes x {k}"
             while name in named:
                 name += "'"
             named[name] = (nodes, slots)
+            wider.add(name)
     predictor = _predictor(traffic, machine, network)
     pool, of = {}, {}
     for name, (nodes, slots) in named.items():
@@ -208,15 +215,27 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
         pool[f"{name}, block order"] = kept[baselines.block(traffic.size, sub)]
         of[name] = of[f"{name}, block order"] = name
         costs[name] = r.cost
-    by_cost = min(costs, key=costs.get)       # the choice without a network (ties: the first)
-    pick, predicted = solve.choose_predicted(pool, by_cost, machine, predictor)
+    narrow = {k: v for k, v in costs.items() if k not in wider}
+    by_cost = min(narrow, key=narrow.get)     # the choice without a network (ties: the first)
+    pick, predicted = solve.choose_predicted({k: v for k, v in pool.items() if of[k] not in wider}, by_cost,
+                                             machine, predictor)
+    narrow_pick = pick
+    wide = {k: v for k, v in pool.items() if of[k] in wider and of[k] in costs}
+    if wide:                                  # (WIDER_MARGIN's comment)
+        first = min(wide, key=lambda k: costs[of[k]])
+        wpick, wpred = solve.choose_predicted(wide, first, machine, predictor)
+        predicted.update(wpred)
+        if wpred[wpick] < (1 - WIDER_MARGIN) * predicted[pick]:
+            pick = wpick
     estimates = {}
     for k, v in predicted.items():           # each node set: the lower of its two
         estimates[of[k]] = min(v, estimates.get(of[k], v))
     what = "run time" if getattr(predictor, "estimates", "") == "run" else "communication"
     scat = sum(1 for k in costs if k.startswith("scattered"))
+    wid = sum(1 for k in costs if k in wider)
     chosen = of[pick]
-    note = (f"{len(costs) - scat} compact (boxes, leaves, the run's allocation) and {scat} scattered candidate(s) "
+    note = (f"{len(costs) - scat - wid} compact (boxes, leaves, the run's allocation), {scat} scattered"
+            + (f" and {wid} wider (--extra-nodes)" if wider else "") + " candidate(s) "
             f"compared by predict's {what} of a quick mapping and of block order on each: {pick} "
             f"({predicted[pick]:.4g} s)")
     if chosen != by_cost:
@@ -227,9 +246,26 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
             nxt = min(others, key=others.get)
             note += f"; next {nxt} ({others[nxt]:.4g} s)"
     nodes = {k: [machine.hosts[x] for x in named[k][0]] for k in estimates}
-    return {k: named[k] for k in (chosen, by_cost)}, note, {"chosen": chosen, "by_cost": by_cost,
-                                                            "estimates": estimates, "mapping": pick, "what": what,
-                                                            "nodes": nodes}
+    roles = {"chosen": chosen, "by_cost": by_cost}
+    if chosen in wider:
+        roles["narrow"] = of[narrow_pick]        # the best of the fewest nodes, searched in full too
+    return {k: named[k] for k in roles.values()}, note, {**roles, "estimates": estimates, "mapping": pick,
+                                                         "what": what, "nodes": nodes}
+
+
+def _final_choice(roles: dict, est: dict) -> str:
+    """Among the node sets searched in full (_choose_nodes_predicted's roles: the chosen set,
+    the cost's, and with a wider chosen set the best of the fewest nodes), by their final
+    estimates: the chosen one if predicted faster than the cost's, a wider one only if
+    predicted WIDER_MARGIN faster than that. An estimate missing: the cost's."""
+    by_cost, chosen = roles["by_cost"], roles["chosen"]
+    if None in est.values():
+        return by_cost
+    narrow = roles.get("narrow", chosen)
+    keep = narrow if narrow in est and est[narrow] < est[by_cost] else by_cost
+    if "narrow" in roles and est[chosen] < (1 - WIDER_MARGIN) * est[keep]:
+        keep = chosen
+    return keep
 
 
 def _predictor(traffic: Traffic, machine, network):

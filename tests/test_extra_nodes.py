@@ -59,7 +59,7 @@ def test_groups_take_a_node_each(tmp_path, spec):
     three nodes; with --extra-nodes 50 the 4 nodes x 3 set keeps every group on its node,
     is predicted faster, and the note gives the node-hours it costs."""
     plain = whole(tmp_path, groups_of_three(), spec, name="plain")
-    assert len(plain["nodes"]) == 3 and not any("--extra-nodes" in n for n in plain["notes"])
+    assert len(plain["nodes"]) == 3 and not any("--extra-nodes" in n for n in plain["notes"])      # not offered
     assert not any(k.endswith("x 3") for k in plain["node_sets"]["estimates"])
     rep = whole(tmp_path, groups_of_three(), spec, extra=50)
     ns = rep["node_sets"]
@@ -77,7 +77,8 @@ def test_no_gain_keeps_the_fewest_nodes(tmp_path):
     rep = whole(tmp_path, chain(12), RING, extra=100)
     ns = rep["node_sets"]
     assert any(" nodes x " in k for k in ns["estimates"])
-    assert len(rep["nodes"]) == 3 and not any("--extra-nodes" in n for n in rep["notes"])
+    assert len(rep["nodes"]) == 3 and not any("node-hours" in n for n in rep["notes"])
+    assert any("wider (--extra-nodes) candidate(s) compared" in n for n in rep["notes"])
 
 
 def test_wider_node_sets():
@@ -124,3 +125,18 @@ def test_cli_refuses_extra_nodes_where_it_changes_nothing(tmp_path):
     res = run_cli("map", csv, *machine, "--mode", "whole-cluster", "--extra-nodes", "50", "--network-speeds", probe,
                   "--out", tmp_path / "ok")
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_wider_set_must_be_clearly_faster():
+    """Searched in full, a wider set is kept only when predicted WIDER_MARGIN faster than the
+    better of the fewest nodes' sets (the chosen one of them, or the cost's)."""
+    from rankmap.mapper.mapping import WIDER_MARGIN, _final_choice
+    roles = {"chosen": "8 nodes x 8", "by_cost": "compact 1", "narrow": "scattered a"}
+    assert _final_choice(roles, {"8 nodes x 8": 0.70, "compact 1": 1.0, "scattered a": 0.9}) == "8 nodes x 8"
+    just = 0.9 * (1 - WIDER_MARGIN) * 1.001
+    assert _final_choice(roles, {"8 nodes x 8": just, "compact 1": 1.0, "scattered a": 0.9}) == "scattered a"
+    assert _final_choice(roles, {"8 nodes x 8": 0.9, "compact 1": 0.8, "scattered a": 0.85}) == "compact 1"
+    assert _final_choice(roles, {"8 nodes x 8": None, "compact 1": 1.0, "scattered a": 0.9}) == "compact 1"
+    plain = {"chosen": "scattered a", "by_cost": "compact 1"}     # no wider set: as before
+    assert _final_choice(plain, {"scattered a": 0.99, "compact 1": 1.0}) == "scattered a"
+    assert _final_choice(plain, {"scattered a": 1.0, "compact 1": 1.0}) == "compact 1"
