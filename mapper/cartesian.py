@@ -73,6 +73,10 @@ def detect(W: sp.spmatrix, max_dims: int = MAX_DIMS) -> tuple | None:
     # ranked on the sample, the first that holds on every entry wins
     shares = {}
     for dims in cands:
+        if math.prod(dims) > n and _neighbour_pairs(dims, n) >= 1:
+            # a partly filled grid on which every rank neighbours every other explains any
+            # traffic: a 4-rank ring with an allreduce (0-2, 1-3) was "a 2 x 3 process grid"
+            continue
         sh = _near_share(rs, cs, ws, dims)
         if sh is not None and sh / ws.sum() >= NEAR_SHARE - SAMPLE_SLACK:
             shares[tuple(int(d) for d in dims)] = sh / ws.sum()

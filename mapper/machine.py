@@ -422,6 +422,17 @@ def _level_cost_file(name: str):
     return path, data
 
 
+def cost_list(text: str) -> list[float]:
+    """--level-costs' comma-separated costs. An empty one ('1000,,100,10', or '$A,$B,$C' with
+    a variable unset) is an error: it was dropped, and the costs after it moved up a level."""
+    fields = text.split(",")
+    for i, x in enumerate(fields):
+        if not x.strip():
+            raise UserError(f"--level-costs {text!r}: cost {i + 1} of {len(fields)} is empty (an unset shell "
+                            "variable?); give one cost per level, top to bottom, e.g. 1000,100,10")
+    return [validate.number(x, "--level-costs", f"{text!r}: cost", 0.0, validate.MAX_COST) for x in fields]
+
+
 def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
     """Comma-separated costs top to bottom, or @FILE (JSON: a list, or {"level_costs":
     {name: cost}} as `rankmap probe` writes). Where a package holds several NUMA nodes
@@ -450,8 +461,7 @@ def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
             vals = [validate.number(x, str(path), f"level_costs[{i}]", 0.0, validate.MAX_COST)
                     for i, x in enumerate(data)]
     else:
-        vals = [validate.number(x, "--level-costs", f"{text!r}: cost", 0.0, validate.MAX_COST)
-                for x in text.split(",") if x.strip()]
+        vals = cost_list(text)
     if len(vals) == len(names) - 1 and "numa" in names:
         vals.insert(names.index("numa"), 0.0)
     if len(vals) != len(names):

@@ -685,7 +685,12 @@ def torus_from(dims_text: str, hosts: list[str], coords_file: str | dict | None,
     pos = Torus(dims, tuple(wrap), coords).pos(coords)
     if len(set(pos.tolist())) != n:
         where = f"{coords_file}: " if isinstance(coords_file, str) else ""
-        raise UserError(f"{where}two nodes share the same torus coordinates")
+        first: dict = {}
+        for h, q, c in zip(hosts, pos.tolist(), coords.tolist()):      # which two, where (a typo in one line)
+            if q in first:
+                raise UserError(f"{where}hosts {first[q]} and {h} have the same torus coordinates "
+                                f"{' '.join(map(str, c))}; each node has a place of its own")
+            first[q] = h
     return Torus(dims=dims, wrap=tuple(bool(x) for x in wrap), coords=coords)
 
 

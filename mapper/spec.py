@@ -189,7 +189,9 @@ def with_imbalance(spec: dict, n: int, imbalance: float) -> dict:
         raise UserError("--imbalance sets how many units each core takes: leave out --oversubscribe")
     cores = build(dict(spec, oversubscribe=1)).nslots
     per_core = max(1, math.floor((1 + imbalance) * math.ceil(n / cores) + 1e-9))
-    if per_core > validate.MAX_OVERSUBSCRIBE:
-        raise UserError(f"--imbalance {imbalance:g}: each core would take up to {per_core} of the {n} units, more "
-                        f"than {validate.MAX_OVERSUBSCRIBE}; use more cores or a smaller --imbalance")
+    if per_core > validate.MAX_OVERSUBSCRIBE or per_core * cores > validate.MAX_SLOTS:
+        # (the machine's slot limit then blamed an --oversubscribe the user had not given)
+        raise UserError(f"--imbalance {imbalance:g}: each of the {cores} cores would take up to {per_core} of the {n} "
+                        f"units, {per_core * cores} slots in all, more than rankmap handles "
+                        f"({validate.MAX_SLOTS}); give a smaller --imbalance")
     return dict(spec, oversubscribe=per_core, imbalance=imbalance)

@@ -36,9 +36,11 @@ MODELS = ("auto", "binomial", "recursive-doubling", "ring", "linear", "kchain", 
 
 
 def parse_model(text: str) -> tuple[str, int | None]:
-    name, _, k = text.partition(":")
+    name, sep, k = text.partition(":")
     if name not in MODELS:
         raise UserError(f"unknown collective model {text!r}; choose one of: {', '.join(MODELS)} (kchain:K)")
+    if sep and not k.strip():      # 'kchain:$K' with K unset: the default K was used without a word
+        raise UserError(f"{text!r}: nothing after ':' (an unset shell variable?); give kchain:K, or {name} alone")
     if k and name != "kchain":
         raise UserError(f"only kchain takes a parameter, not {name!r}")
     if k:

@@ -734,13 +734,17 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
                             "integers" + ("; pass --units words" if units == "bytes" else "") +
                             " or write another format (mtx, npz, csv)")
 
+    # the source's name in a comment line, as text: a name with bytes that are not UTF-8 ended
+    # in an internal error, and one with a newline wrote a METIS graph no reader takes
+    source = "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                     for c in str(traffic.source))
+
     def fill(tmp: Path) -> None:
         if fmt == "metis":
-            write_metis(symmetric(m), tmp, scale, f"rankmap: {units} exchanged in both directions, from "
-                                                  f"{traffic.source}")
+            write_metis(symmetric(m), tmp, scale, f"rankmap: {units} exchanged in both directions, from {source}")
         elif fmt == "mtx":
             with open(tmp, "wb") as f:
-                scipy.io.mmwrite(f, (m * scale).tocoo(), comment=f"rankmap traffic ({units}) from {traffic.source}")
+                scipy.io.mmwrite(f, (m * scale).tocoo(), comment=f"rankmap traffic ({units}) from {source}")
         elif fmt == "csv":
             c = m.tocoo()
             # the message counts ride along (predict's latency term reads them)

@@ -33,6 +33,8 @@ class ProfileRun:
     seconds: float
     launcher: str
     mpi: str
+    created: bool = True     # the directory was made for this run (not an empty one the user had)
+    run_id: str = ""
 
 
 def launcher_kind(argv0: str) -> str:
@@ -166,6 +168,7 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
     if impl not in native.MPI_NAMES:
         raise UserError(f"unknown MPI implementation {impl!r}; choose openmpi or mpich")
     lib = native.artifact("profiler", impl)
+    existed = out is not None and Path(out).is_dir()
     directory = new_run_dir(out)
     run_id = datetime.now().strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:8]
     preload = str(lib) + (":" + os.environ["LD_PRELOAD"] if os.environ.get("LD_PRELOAD") else "")
@@ -189,6 +192,11 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
     except FileNotFoundError:
         code = 127
         record["error"] = f"{argv[0]}: command not found"
+    except OSError as e:
+        # a directory, a file without the execute bit or not a program: an internal error
+        # (PermissionError, 'Exec format error') that left the run directory behind
+        code = 126
+        record["error"] = f"{argv[0]}: cannot be run ({e.strerror}; is it a program?)"
     if code == TIMED_OUT:
         record["timed_out"] = True
     seconds = time.monotonic() - t0
@@ -199,9 +207,34 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
         raise UserError(f"{directory}: the run ended (exit {code}) but its record (run.json) could not be completed "
                         "(no space, or no permission, on that file system): the profile is incomplete; free space, "
                         "or profile to another --out, and run again") from None
+    res = ProfileRun(directory=directory, exit_code=code, seconds=seconds, launcher=kind, mpi=impl,
+                     created=not existed, run_id=run_id)
     if record.get("error"):
-        raise UserError(record["error"])
-    return ProfileRun(directory=directory, exit_code=code, seconds=seconds, launcher=kind, mpi=impl)
+        gone = discard_empty_run(res)
+        raise UserError(record["error"] + (f" (nothing was recorded: {directory} was removed, so the same --out can "
+                                           "be used again)" if gone else ""))
+    return res
+
+
+def discard_empty_run(res: ProfileRun) -> bool:
+    """Remove a run directory in which no rank wrote anything (the launcher failed at once,
+    the program was not found or is not an MPI program): it holds only rankmap's run.json
+    and marker, and a run directory is never reused, so it refused the same command, fixed,
+    until the user deleted it. Anything else in it (a rank's data) keeps it. True when
+    removed."""
+    from rankmap.profiler.outputs import MARKER
+    d = Path(res.directory)
+    ours = {"run.json", MARKER.format(kind="profile")}
+    try:
+        if {f.name for f in d.iterdir()} - ours:
+            return False
+        for name in ours:
+            (d / name).unlink(missing_ok=True)
+        if res.created:
+            d.rmdir()
+    except OSError:
+        return False
+    return True
 
 
 TIMED_OUT = 124

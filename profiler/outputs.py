@@ -107,6 +107,11 @@ def _check_common(text, option: str, inputs, is_dir: bool) -> Path:
         raise UserError(f"{option} {text}: {anc} is a file, not a directory")
     if not p.exists():
         _probe_writable(anc, option, text)
+    if p.is_symlink():
+        # written where the link points, the link kept: the rename into place replaced the
+        # link itself (`--out latest --force`, latest -> map-v3: latest became a directory of
+        # its own, map-v3 stayed old)
+        return real
     return p
 
 

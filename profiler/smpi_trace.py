@@ -108,6 +108,10 @@ def rank_files(index: Path) -> list[Path]:
     """The per-rank files of an index, in rank order. Paths are tried as written, then
     next to the index (a trace directory that was moved still reads)."""
     if index.is_dir():
+        if not (index / "trace.ti").exists() and any(index.glob("ranks.*.rmp")):
+            # (was 'DIR/trace.ti: no such file'): what replays is an SMPI trace, not a profile
+            raise UserError(f"{index}: a profile run directory (`rankmap profile`), not an SMPI trace; a trace is "
+                            "recorded by `rankmap run --launcher smpi` (its profile/trace.ti)")
         index = index / "trace.ti"
     lines = [ln.strip() for ln in validate.read_text(index, "SMPI trace index").splitlines() if ln.strip()]
     if not lines:

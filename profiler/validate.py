@@ -280,19 +280,25 @@ def read_bytes(path, what: str = "file") -> bytes:
 
 def _gunzip(data: bytes, p: Path, what: str) -> bytes:
     """A gzip-compressed input (graph collections ship .gz files), decompressed within the
-    same size limit as a plain one (every member of a concatenated file)."""
+    same size limit as a plain one (every member of a concatenated file). The size is counted
+    first, keeping nothing: a 14 MB file of 9 GiB took 41 s and 8 GB of memory to be refused."""
+    size = 0
+    for chunk in _gunzip_chunks(data, p, what):
+        size += len(chunk)
+        if size > MAX_TEXT_BYTES:
+            raise UserError(f"{p}: more than {MAX_TEXT_BYTES >> 30} GiB once decompressed; a {what} larger than "
+                            "that is refused")
+    return b"".join(_gunzip_chunks(data, p, what))
+
+
+def _gunzip_chunks(data: bytes, p: Path, what: str):
+    """The decompressed bytes of every member, 16 MB at a time, then what follows them."""
     import zlib
-    out, size = [], 0
     while data[:2] == b"\x1f\x8b":
         z = zlib.decompressobj(wbits=31)
         try:
             while data:
-                chunk = z.decompress(data, 1 << 24)
-                size += len(chunk)
-                if size > MAX_TEXT_BYTES:
-                    raise UserError(f"{p}: more than {MAX_TEXT_BYTES >> 30} GiB once decompressed; a {what} larger "
-                                    f"than that is refused")
-                out.append(chunk)
+                yield z.decompress(data, 1 << 24)
                 data = z.unconsumed_tail
                 if z.eof:
                     break
@@ -301,7 +307,7 @@ def _gunzip(data: bytes, p: Path, what: str) -> bytes:
         if not z.eof:
             raise UserError(f"{p}: a truncated gzip file; expected a {what}")
         data = z.unused_data
-    return b"".join(out) + data
+    yield data
 
 
 def read_text(path, what: str = "text file") -> str:

@@ -113,13 +113,24 @@ def check_cores(used: dict[str, int], source: str) -> None:
                             "Slurm)")
 
 
-def _cpus_per_node(text: str) -> list[int]:
-    """SLURM_JOB_CPUS_PER_NODE ('2(x3),4'): the CPUs of each node of the allocation."""
-    out = []
+def _cpus_total(text: str) -> int:
+    """SLURM_JOB_CPUS_PER_NODE ('2(x3),4'): the CPUs of the allocation, counted without
+    listing each node ('2(x999999999)' by hand made a list of 10^9 entries: minutes and GBs);
+    a value that is no such list is named."""
+    from rankmap.profiler import validate
+    total = nodes = 0
     for part in text.split(","):
-        c, _, rep = part.strip().partition("(x")
-        out += [int(c)] * (int(rep.rstrip(")")) if rep else 1)
-    return out
+        c, x, rep = part.strip().partition("(x")
+        if x and not rep.endswith(")"):
+            raise UserError(f"SLURM_JOB_CPUS_PER_NODE={text!r}: {part.strip()!r} is not CPUS or CPUS(xNODES)")
+        k = validate.integer(rep[:-1], "SLURM_JOB_CPUS_PER_NODE", "node count", 1, validate.MAX_NODES,
+                             float_form=False) if x else 1
+        nodes += k
+        if nodes > validate.MAX_NODES:
+            raise UserError(f"SLURM_JOB_CPUS_PER_NODE={text!r}: more than {validate.MAX_NODES} nodes")
+        total += k * validate.integer(c, "SLURM_JOB_CPUS_PER_NODE", "CPU count", 1, validate.MAX_CORES_PER_NODE,
+                                      float_form=False)
+    return total
 
 
 def step_cpus(nodes: int | None) -> int | None:
@@ -127,10 +138,10 @@ def step_cpus(nodes: int | None) -> int | None:
     CPUs (SLURM_JOB_CPUS_PER_NODE); outside, those of the `nodes` largest nodes of the
     cluster (sinfo), or of all of them. None when Slurm does not say. srun refuses more tasks
     than this without --overcommit ("Requested node configuration is not available")."""
+    if in_allocation():       # (a wrong value is named, not taken for "Slurm does not say")
+        per = os.environ.get("SLURM_JOB_CPUS_PER_NODE")
+        return _cpus_total(per) if per else None
     try:
-        if in_allocation():
-            per = os.environ.get("SLURM_JOB_CPUS_PER_NODE")
-            return sum(_cpus_per_node(per)) if per else None
         cpus = {}
         for line in query(["sinfo", "-h", "-N", "-o", "%N %c"]).splitlines():
             f = line.split()

@@ -179,7 +179,11 @@ def fat_tree_switches(params: str) -> int:
 def dragonfly_shape(text: str) -> tuple[tuple, int]:
     """--dragonfly GxAxP[:global=L] as ((G, A, P), L), checked against SimGrid's layout."""
     from rankmap.mapper.network import parse_spec
-    spec = parse_spec(f"dragonfly:{text}")
+    try:
+        spec = parse_spec(f"dragonfly:{text}")
+    except UserError as e:        # named as the option given (--dragonfly), not --network 'dragonfly:...'
+        msg, head = str(e), f"--network {f'dragonfly:{text}'!r}: "
+        raise UserError(msg[len(head):] if msg.startswith(head) else msg) from None
     if spec.get("routing") != "minimal" or spec.get("local", 1) != 1:
         raise UserError("a SimGrid dragonfly routes minimally with one local link per router pair: give "
                         "--dragonfly GxAxP[:global=L]")

@@ -78,8 +78,10 @@ def run_probe(mopts: dict, out: str, mpi: str | None, reps: int, console: Consol
         res = subprocess.run(plan.argv, env=env, capture_output=True, text=True, timeout=600)
     line = next((ln for ln in res.stdout.splitlines() if ln.startswith("{")), None)
     if res.returncode != 0 or line is None:
-        raise UserError(f"the probe run failed (exit {res.returncode}): "
-                        f"{(res.stderr.strip().splitlines() or ['no output'])[-1]}")
+        # the launcher's first words, not its last line: Open MPI frames its messages in lines of
+        # dashes, and the error was 'the probe run failed (exit 1): -----...'
+        said = [ln.strip() for ln in (res.stderr + "\n" + res.stdout).splitlines() if any(c.isalpha() for c in ln)]
+        raise UserError(f"the probe run failed (exit {res.returncode}): {' '.join(said[:2]) if said else 'no output'}")
     raw = json.loads(line)
     result = derive(raw, roles, m)
     result["hosts"] = [m.hosts[m.slot_node[s]] for _, s in roles]
@@ -125,6 +127,12 @@ def derive(raw: dict, roles: list, m) -> dict:
     for lv in m.level_names:
         if lv.startswith("switch"):
             costs[lv] = costs["node"]
+    notes = []
+    if "other socket" not in per_byte:
+        notes.append("package: not measured (the probe's nodes have one package): it costs nothing extra")
+    if inter is None:
+        notes.append("node: not measured (the probe ran on one node): 10 x the cost inside a node; probe two nodes "
+                     "(--nodes) to measure it")
     L = lat.get("neighbour node", lat.get("other socket", next(iter(lat.values()))))
     o, g = raw["logp"]["o_us"], raw["logp"]["g_us"]
     ex = raw["exchange_1MiB_us"]
@@ -137,6 +145,9 @@ def derive(raw: dict, roles: list, m) -> dict:
         "exchange_1MiB_us": dict(ex, ratio_all_at_once_to_in_turn=round(ex["all_at_once"] / ex["in_turn"], 3)
                                  if ex["in_turn"] else None),
         "placement": [r for r, _ in roles],
+        # a cost no pair of ranks measured is said so, in the file and on the screen: a one-node
+        # probe's node cost (10 x a node's own) was written as if measured
+        **({"notes": notes} if notes else {}),
     }
 
 
@@ -156,3 +167,5 @@ def show(r: dict, console: Console) -> None:
     console.print(f"1 MiB exchanges with every rank: all at once {ex['all_at_once']:.1f} us, in turn "
                   f"{ex['in_turn']:.1f} us: all at once is {verdict} here (ratio {ex['ratio_all_at_once_to_in_turn']})")
     console.print("level costs (ns/byte): " + ", ".join(f"{k} {v:g}" for k, v in r["level_costs"].items()))
+    for note in r.get("notes", []):
+        console.print(f"  note: {note}")

@@ -123,7 +123,15 @@ def compare(trace: Path, p: plat.Platform, platform_dir: Path, hosts_of: dict[st
             model: str = "auto", advance=None) -> dict[str, Outcome]:
     """Replay the trace under each placement; metrics on rankmap's model of the platform."""
     nranks = len(next(iter(hosts_of.values())))
-    traffic = read_traffic(trace, "smpi", model)
+    try:
+        traffic = read_traffic(trace, "smpi", model)
+    except UserError as e:
+        # a trace cut short cannot be replayed: the reader's hint, --allow-partial, is an option
+        # of map and predict that replay does not have
+        hint = " (--allow-partial uses it anyway)"
+        if not str(e).endswith(hint):
+            raise
+        raise UserError(str(e)[:-len(hint)] + "; SimGrid cannot replay a trace cut short") from None
     from rankmap.profiler.smpi_trace import NOT_REPLAYABLE
     bad = next((n for n in traffic.notes if NOT_REPLAYABLE in n), None)
     if bad:       # SimGrid segfaults on them, after minutes of replaying the other placements

@@ -83,6 +83,25 @@ def check_hosts(hosts: list[str], p: Platform, where: str) -> None:
 PRECISION_RETRY = "--cfg=maxmin/precision:1e-4"     # SimGrid's default is 1e-5
 
 
+def _run_group(cmd: list[str], timeout: float | None, env: dict) -> subprocess.CompletedProcess:
+    """cmd in a process group of its own, the whole group killed on a timeout, Ctrl-C or
+    SIGTERM: subprocess.run killed only smpirun (a script), and the simulation it had started
+    (smpimain) ran on, orphaned, for as long as the program took."""
+    import signal
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None = None,
              env: dict | None = None, retry: bool = False) -> SimResult:
     exe = require()
@@ -92,8 +111,7 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
     try:
         while True:
             # smpirun's -tmpdir is broken in SimGrid 3.32; a private TMPDIR keeps parallel runs apart
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                 env=dict(os.environ, **(env or {}), TMPDIR=tmp), stdin=subprocess.DEVNULL)
+            res = _run_group(cmd, timeout, dict(os.environ, **(env or {}), TMPDIR=tmp))
             # SimGrid's max-min solver can stop on a rounding residue just above its precision
             # ("Cannot saturate more a constraint that has no active element"), or crash
             # (SIGSEGV): NPB FT B 128's communication alone on Angara-K1 at x1, block's

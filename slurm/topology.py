@@ -21,10 +21,19 @@ from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
 
-def _records(text: str) -> list[dict]:
+# the keys of a topology.conf (both plugins) and of `scontrol show topology`'s lines, which a
+# file saved from it holds; Slurm refuses a topology.conf with any other key
+KEYS = {"switchname", "switches", "nodes", "linkspeed", "level", "blockname", "blocksizes", "blockindex",
+        "blocksize", "aggregatedblock"}
+
+
+def _records(text: str, where: str | None = None) -> list[dict]:
     """Key=value records, one per line; keys are case-insensitive (Slurm's parser), # starts
     a comment, a line ending in a backslash goes on on the next one (Slurm's config files).
-    Each record keeps the number of its (first) line as "__line__"."""
+    Each record keeps the number of its (first) line as "__line__". where: a topology.conf's
+    name, whose lines are checked as Slurm checks them: a misspelt key (`SwtchName=`,
+    `BlockSize=4`), a word without '=' (`SwitchName s0 ...`) or a key given twice on a line
+    was skipped without a word (the line, or its first Nodes=, dropped)."""
     out = []
     lines = text.splitlines()
     i = 0
@@ -41,9 +50,18 @@ def _records(text: str) -> list[dict]:
         for tok in line.split():
             k, eq, v = tok.partition("=")
             if eq:
+                if where is not None and k.lower() not in KEYS:
+                    raise UserError(f"{where}:{lineno}: unknown key {k[:40]!r} (Slurm refuses it too); a "
+                                    "topology.conf has SwitchName=, Switches=, Nodes=, LinkSpeed= (topology/tree) "
+                                    "or BlockName=, Nodes=, BlockSizes= (topology/block)")
+                if where is not None and k.lower() in rec:
+                    raise UserError(f"{where}:{lineno}: {k}= given twice on one line (only one would count); "
+                                    "give each switch or block one Nodes= (Nodes=n[1-2],n[5-6])")
                 rec[k.lower()] = v
-            elif rec:       # 'Nodes=n1, n2': a blank inside a value (Slurm's parser refuses it too)
-                raise _Stray(lineno, tok)
+            elif rec or where is not None:
+                # 'Nodes=n1, n2': a blank inside a value (Slurm's parser refuses it too); in a file,
+                # a word before the first Key=Value too ('SwitchName s0 Switches=...')
+                raise _Stray(lineno, tok, not rec)
         if rec:
             rec["__line__"] = lineno
             out.append(rec)
@@ -154,7 +172,11 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
 
 def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
     """Each host's aggregated blocks (largest first), then its base block."""
-    sizes_text = next((r["blocksizes"] for r in recs if "blocksizes" in r), None)
+    sized = [r for r in recs if "blocksizes" in r]
+    if len(sized) > 1:      # the first was used and a later one, meant to change it, ignored
+        raise UserError(f"{_at(where, sized[1])}: BlockSizes= given again (first on line "
+                        f"{sized[0].get('__line__', '?')}); a topology.conf has one")
+    sizes_text = sized[0]["blocksizes"] if sized else None
     blocks = [r for r in recs if "blockname" in r or "aggregatedblock" in r]
     if not blocks:
         raise UserError(f"{where}: no BlockName lines")
@@ -224,15 +246,26 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
     return paths, f"{len(base)} block(s)" + (f", aggregates of {', '.join(map(str, factors))}" if factors else "")
 
 
-def parse(text: str, where: str) -> dict:
-    """scontrol's answer or a topology.conf as a network description:
-    {"kind": "switches" | "blocks", "label": ..., "paths": {host: [group, ...]}}."""
+def parse(text: str, where: str, conf: bool = False) -> dict:
+    """scontrol's answer or a topology.conf (conf: its lines checked as Slurm checks them) as a
+    network description: {"kind": "switches" | "blocks", "label": ..., "paths": {host: [group, ...]}}."""
     try:
         recs = _records(text)
+        if conf and any({"switchname", "blockname", "blocksizes"} & set(r) for r in recs):
+            recs = _records(text, where)      # (a file of no switch or block is named below as such)
     except _Stray as e:
-        line, tok = e.args
+        line, tok, leading = e.args
+        if leading:
+            raise UserError(f"{where}:{line}: {tok[:40]!r} is not Key=Value (a missing '='? a line is Key=Value "
+                            "words: SwitchName=s1 Nodes=n[1-2])") from None
         raise UserError(f"{where}:{line}: {tok[:40]!r} is not Key=Value (a blank inside a value? write "
                         "Nodes=n1,n2 or Nodes=n[1-2], without blanks)") from None
+    if conf and any({"switchname", "blockname", "blocksizes"} & set(r) for r in recs):
+        # a line of no switch or block ('BlockSize=4' for BlockSizes=) was ignored
+        odd = next((r for r in recs if not {"switchname", "blockname", "blocksizes", "aggregatedblock"} & set(r)), None)
+        if odd is not None:
+            raise UserError(f"{_at(where, odd)}: a line of neither a switch (SwitchName=) nor a block (BlockName=, "
+                            "BlockSizes=)")
     sw = next((r for r in recs if "switchname" in r), None)
     bl = next((r for r in recs if "blockname" in r or "blocksizes" in r), None)
     if sw is not None and bl is not None:
@@ -260,7 +293,7 @@ def describe(file: str | None = None) -> dict:
     """The site's network: from a topology.conf file, or from `scontrol show topology`."""
     if file:
         path = Path(file)
-        return parse(validate.read_text(path, "topology.conf"), str(path))
+        return parse(validate.read_text(path, "topology.conf"), str(path), conf=True)
     from rankmap.slurm import cluster
     text = cluster.query(["scontrol", "show", "topology"])
     if not text.strip():

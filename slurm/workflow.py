@@ -34,6 +34,24 @@ def _new_dir(out: str | None) -> Path:
                            "--out", "run")
 
 
+def _discard(base: Path, res1, existed: bool) -> bool:
+    """Remove a workflow directory whose pass 1 recorded nothing (its profile directory holds
+    only rankmap's files) and that holds nothing else yet. True when removed."""
+    from rankmap.profiler.launch import discard_empty_run
+    from rankmap.profiler.outputs import MARKER
+    ours = {"workflow.json", MARKER.format(kind="run")}
+    try:
+        if {f.name for f in base.iterdir()} - ours - {res1.directory.name} or not discard_empty_run(res1):
+            return False
+        for name in ours:
+            (base / name).unlink(missing_ok=True)
+        if not existed:
+            base.rmdir()
+    except OSError:
+        return False
+    return True
+
+
 def _hosts_from_profile(prof) -> list[str]:
     seen = []
     for r in prof.ranks:
@@ -82,6 +100,7 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
             # as pass 2 gets it for a mapping with several ranks on a core: srun starts more tasks
             # than CPUs only with --overcommit (pass 1 profiles; its placement is Slurm's)
             over = ["--overcommit"]
+    existed = out is not None and Path(out).is_dir()
     base = _new_dir(out)
     record = {"app": app, "ntasks": ntasks, "mode": mode, "inside_allocation": inside,
               "job": os.environ.get("SLURM_JOB_ID"), "status": "running", "passes": {}}
@@ -111,6 +130,12 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         if res1.exit_code == 0:
             raise
         console.print(f"  ({e})")
+    if prof is None and res1.exit_code != 0 and _discard(base, res1, existed):
+        # nothing was recorded (srun refused the step, the program did not start): the
+        # workflow directory, never reused, refused the same command, fixed, until deleted
+        raise UserError(f"pass 1 (profile) failed with exit code {res1.exit_code} after {res1.seconds:.2f} s, before "
+                        f"any rank recorded anything (see srun's message above); {base} was removed, so the same "
+                        "--out can be used again")
     if res1.exit_code != 0 or prof is None or not prof.complete:
         why = "; ".join(prof.partial_reasons()) if prof is not None else "no profile data"
         record["status"] = f"failed: pass 1 (profile) exit code {res1.exit_code}"
@@ -255,7 +280,9 @@ def sbatch_script(app: list[str], ntasks: int, nodes: int | None, out_dir: str, 
         lines.append(f"#SBATCH -N {nodes}")
     if time_minutes:
         lines.append(f"#SBATCH -t {time_minutes}")
-    lines.append(f"#SBATCH -o {q(out_dir)}/slurm-%j.out")
+    # -o is a Slurm file name pattern: a '%' of the directory's own ('runs%2') is written '%%', or
+    # Slurm read it as a pattern and wrote the job's output elsewhere
+    lines.append(f"#SBATCH -o {q(out_dir.replace('%', '%%'))}/slurm-%j.out")
     lines += [f"#SBATCH {a}" for a in extra_sbatch]
     lines += [
         SBATCH_HEAD,

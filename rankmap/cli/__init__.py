@@ -25,12 +25,41 @@ def error_line(msg: str) -> None:
                       highlight=False)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (kill, `timeout`, Slurm's time limit and scancel, a closed terminal),
+    handled as Ctrl-C is: Python's default ended the process at once, so the job a command
+    had started in its own process group (`rankmap profile`'s launcher and ranks) ran on
+    orphaned, and a mapping being written left its temporary directory behind."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
 class RankmapGroup(click.Group):
     """Every way a command can fail ends in one line on stderr, never a traceback: mistakes
     (UserError, click's usage errors) exit with 2; anything else is a bug, printed as one
     `internal error` line (RANKMAP_DEBUG=1 shows the traceback) with exit status 70."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        import signal
+        import threading
+        kept = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                if signal.getsignal(sig) == signal.SIG_DFL:      # (never one a caller has set, nor an ignored one)
+                    kept[sig] = signal.signal(sig, _raise_terminated)
+        try:
+            return self._main(args, prog_name, complete_var, standalone_mode, **extra)
+        finally:
+            for sig, handler in kept.items():
+                signal.signal(sig, handler)
+
+    def _main(self, args, prog_name, complete_var, standalone_mode, **extra):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
                               **extra)
@@ -46,12 +75,16 @@ class RankmapGroup(click.Group):
             verb = where.split(" ", 1)[1] + ": " if " " in where else ""
             error_line(f"{verb}{e.format_message().rstrip('.')} (see: {where} --help)")
             sys.exit(EXIT_USER)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as e:
+            if isinstance(e.__cause__, Terminated):       # (click turns a KeyboardInterrupt into Abort)
+                self._terminated(e.__cause__)
             error_line("aborted")
             sys.exit(130)
         except click.ClickException as e:
             error_line(e.format_message())
             sys.exit(e.exit_code or EXIT_USER)
+        except Terminated as e:
+            self._terminated(e)
         except KeyboardInterrupt:
             error_line("interrupted (Ctrl-C); outputs being written were left as they were")
             sys.exit(130)
@@ -81,6 +114,12 @@ class RankmapGroup(click.Group):
         if cmd is not None and not ctx.resilient_parsing:
             _given_once(cmd, name, ctx, rest)
         return name, cmd, rest
+
+    @staticmethod
+    def _terminated(e: Terminated):
+        import signal
+        error_line(f"terminated ({signal.Signals(e.signum).name}); outputs being written were left as they were")
+        sys.exit(128 + e.signum)
 
     @staticmethod
     def _internal(e: Exception):

@@ -58,10 +58,15 @@ def run(ntasks, nodes_count, out, mode, algorithm, seed, model, time_minutes, mp
     if launcher == "smpi":
         if not platform_dir:
             raise UserError("--launcher smpi needs --platform DIR (write one with `rankmap platform`)")
+        # the machine options by the flags the user typed (an internal key, '--machine-file' or
+        # '--topologies', was named), --oversubscribe too (left out: its default 1 is not 'unset',
+        # and -n 20 --oversubscribe 2 on 16 cores said '20 ranks do not fit the 16 cores')
+        ctx = click.get_current_context()
+        flags = {p.name: p.opts[0] for p in ctx.command.params}
         unused = [f for f, v in (("-N", nodes_count), ("--srun-arg", srun_args), ("--verify", verify),
                                  ("--preload-collectives", preload_collectives), ("-t", time_minutes),
                                  ("--mpi", mpi))
-                  if v] + [f"--{k.replace('_', '-')}" for k, v in mopts.items() if v and k != "oversubscribe"]
+                  if v] + [flags[k] for k in mopts if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT]
         if unused:
             why = "the program runs on SimGrid's own MPI" if unused[0] == "--mpi" else \
                 "the platform describes the machine"
@@ -137,6 +142,11 @@ def sbatch(ntasks, nodes_count, out, script_path, force, submit, time_minutes, s
     for a in sbatch_args:
         if "\n" in a or "\r" in a or "\0" in a:
             raise UserError(f"--sbatch-arg {a!r}: a line break would end the #SBATCH line and start a command")
+    if out is not None and any(c in str(out) for c in "\n\r\0"):
+        # the directory is named on the #SBATCH -o line: the job's script failed in bash (an
+        # unterminated quote) once the job started
+        raise UserError(f"--out {str(out)!r}: a line break in the path would break the batch script's #SBATCH -o "
+                        "line; choose a name without one")
     from rankmap.slurm.nodes import for_batch
     mopts = for_batch(mopts)            # now, not in the job after its profile pass
     program = [a for a in _program(app)]

@@ -121,7 +121,13 @@ def map_cmd(matrix, fmt, model, allow_partial, algorithm, seed, tries, time_limi
              "with --mode whole-cluster"),
             ("--extra-nodes", extra_nodes is not None and mode == "whole-cluster" and not network_speeds,
              "more nodes, partly filled, cost more by the mapping cost: only predict can tell they run faster "
-             "(give --network-speeds)")):
+             "(give --network-speeds)"),
+            # the final choice by predicted time is among the search's candidates: these orders
+            # have none, and the speeds were read and dropped (no prediction in the report); in
+            # whole-cluster mode they still choose the nodes
+            ("--network-speeds", network_speeds is not None and algorithm in ("random", "block", "cyclic")
+             and mode == "same-allocation", f"--algorithm {algorithm} computes its one order, without a choice "
+             "among candidates (with --mode whole-cluster the speeds choose the nodes)")):
         if ignored:
             raise UserError(f"{flag} would be ignored: {why}; drop it")
     out = mapping_target(out, force, inputs=[matrix, *_input_files(mopts)])    # checked before any work
@@ -211,6 +217,7 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
     from rankmap.mapper.network import KINDS
     if mopts.get("network") and mopts["network"].split(":", 1)[0].lower() not in KINDS:
         probe, mopts = mopts["network"], dict(mopts, network=None)   # --network PROBE.json: the speeds, as before
+        _network_as_probe(probe)
     if platform:
         from rankmap.slurm.platform import load as load_platform
         # the platform is the machine and its speeds: another machine or speeds beside it would win silently
@@ -229,6 +236,26 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
     res = run_predict(traffic, spec, mappings, net, None if as_json else console)
     if as_json:
         click.echo(json.dumps(res, indent=2))
+
+
+def _network_as_probe(path: str) -> None:
+    """predict's --network FILE is a probe file (the speeds, as before --probe). A topology.conf
+    given so (slurm: left out) was 'not valid JSON', and a platform directory 'a directory,
+    expected a probe file': say what each is given with."""
+    p = Path(path)
+    if p.is_dir():
+        if (p / "machine.json").is_file():
+            raise UserError(f"--network {path}: a directory; a `rankmap platform` directory is given with "
+                            f"--platform {path}")
+        return
+    try:
+        with open(p, "rb") as f:
+            head = f.read(4096).lstrip()
+    except OSError:
+        return                                   # (the probe reader names what is wrong)
+    if head and not head.startswith(b"{") and b"=" in head:
+        raise UserError(f"--network {path}: not a `rankmap probe` file (JSON); a Slurm topology.conf is given with "
+                        f"--network slurm:{path}")
 
 
 @click.command()

@@ -85,11 +85,10 @@ def _dims(what):
 
 def _costs(v):
     if not v.startswith("@"):
-        for x in v.split(","):
-            if x.strip():
-                validate.number(x, "--level-costs", "cost", 0.0, validate.MAX_COST)
         if not any(x.strip() for x in v.split(",")):
             raise UserError("no cost given")
+        from rankmap.mapper.machine import cost_list
+        cost_list(v)
 
 
 def _model(ctx, param, value):

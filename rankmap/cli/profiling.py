@@ -40,8 +40,12 @@ def profile(out, launcher, mpi, flush_seconds, timeout, model, command):
                   f"after {res.seconds:.2f} s; data in {res.directory}")
     try:
         prof = read_run(res.directory)
-    except UserError:
+    except UserError as e:
         _disk_full(res.directory)
+        from rankmap.profiler.launch import discard_empty_run
+        if discard_empty_run(res):              # no rank wrote anything: never reused, so removed
+            raise UserError(f"{e} (nothing was recorded: {res.directory} was removed, so the same --out can be "
+                            "used again)") from None
         raise
     print_summary(prof, console, top=5, model=model)
     if not prof.complete:

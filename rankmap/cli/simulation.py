@@ -62,9 +62,14 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
         from rankmap.slurm import smpi
         p, pdir = plat.load(platform_dir)
         k = per_node or p.node_cores(0)
+        if -(-ntasks // k) > p.nodes:     # (was: 'host n4 is not a node of the simulated cluster')
+            raise UserError(f"-n {ntasks} at {k} ranks per node{'' if per_node else ' (full nodes)'} needs "
+                            f"{-(-ntasks // k)} nodes; the simulated cluster {p.name} has {p.nodes}: lower -n (or "
+                            "write a larger platform)")
         hosts = [f"{p.prefix}{r // k}" for r in range(ntasks)]
         smpi.check_hosts(hosts, p, "tune-collectives")
-        hf = smpi.write_hostfile(hosts, Path(tempfile.mkdtemp(prefix="rankmap-tune-")) / "hostfile")
+        tmp = tempfile.mkdtemp(prefix="rankmap-tune-")     # removed at the end (one was left by every run)
+        hf = smpi.write_hostfile(hosts, Path(tmp) / "hostfile")
         if not grid and ntasks % k == 0:
             env["RANKMAP_COLL_GRID"] = f"{k}x{ntasks // k}"
         measure = lambda op, e: tc.time_smpi(op, size_list, p, pdir, hf, ntasks, dict(env, **e),  # noqa: E731
@@ -76,7 +81,12 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
         measure = lambda op, e: tc.time_mpi(op, size_list, mpi, ntasks, dict(env, **e))  # noqa: E731
         where = f"{ntasks} ranks of {mpi} on this host"
     console.print(f"[bold]rankmap tune-collectives[/bold] {where}")
-    tc.tune(ops.split(","), size_list, margin, target, measure, lambda m: console.print("  " + m))
+    try:
+        tc.tune(ops.split(","), size_list, margin, target, measure, lambda m: console.print("  " + m))
+    finally:
+        if platform_dir:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
     console.print(f"written {target}: run with RANKMAP_COLL_TUNING={target}")
 
 
