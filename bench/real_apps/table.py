@@ -325,11 +325,13 @@ def extra_text(rows: list[dict], markdown: bool = False) -> str:
     out = (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] if markdown else
            [" ".join(f"{h:>11}" for h in head)])
     for r in rs:
-        t, c, nd = r["t"], r["c"], r["nodes"]
-        nh = nd[EXTRA] * t[EXTRA] / nd["block"]
-        cells = [r["case"], str(r["ranks"]), r["machine"], net(r["scale"]), f"{r['comm_share']:.1%}", str(nd["block"]),
-                 str(nd["rankmap-c"]), str(nd[EXTRA]), *(_f(t[n]).strip() for n in ("rankmap-b", "rankmap-c", EXTRA)),
-                 *(_f(c[n]).strip() for n in ("rankmap-b", "rankmap-c", EXTRA)), f"{nh:.3f}"]
+        t, c, nd = r["t"], r["c"], r.get("nodes", {})
+        # (a replay cached from a placement no longer in placements.json: its nodes unknown)
+        nh = f"{nd[EXTRA] * t[EXTRA] / nd['block']:.3f}" if EXTRA in nd and "block" in nd else "-"
+        cells = [r["case"], str(r["ranks"]), r["machine"], net(r["scale"]), f"{r['comm_share']:.1%}",
+                 *(str(nd.get(n, "-")) for n in ("block", "rankmap-c", EXTRA)),
+                 *(_f(t[n]).strip() for n in ("rankmap-b", "rankmap-c", EXTRA)),
+                 *(_f(c[n]).strip() for n in ("rankmap-b", "rankmap-c", EXTRA)), nh]
         out.append("| " + " | ".join(cells) + " |" if markdown else " ".join(f"{x:>11}" for x in cells))
     cb = [r for r in rs if r["comm_share"] >= COMM_BOUND]
     best = {id(r): min(r["c"][n] for n in ("rankmap-b", "rankmap-c", EXTRA)) for r in cb}
