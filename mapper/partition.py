@@ -311,18 +311,28 @@ def repair(sub: _Sub, part: np.ndarray, caps: list[int]) -> np.ndarray:
 
 def settled(node: TreeNode, machine: Machine) -> bool:
     """A subtree whose slots are all alike (a leaf, or leaves of equal cost): its ranks take
-    them in order, nothing is split below it."""
-    return not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots)
+    them in order, nothing is split below it. Kept on the node (a tree belongs to one machine):
+    network_start's hierarchical per node asks it again of every subtree."""
+    got = node.__dict__.get("_settled")
+    if got is None:
+        got = not node.children or all(not c.children for c in node.children) and machine.same_cost(node.slots)
+        node.__dict__["_settled"] = got
+    return got
 
 
 def degree_skewed(graph: Graph) -> bool:
     """Whether the graph's degrees are skewed (coefficient of variation above
-    backends.SKEWED_DEGREE_CV: collaboration and trust networks, not meshes or point sets)."""
-    deg = np.sort(np.diff(graph.W.indptr))
-    # without the 1 % highest degrees: the real codes' graphs have a few hubs (rank 0 talks to
-    # all: CV up to 5.7 at 2,048 ranks, 0.2 without them), the networks a heavy tail
-    deg = deg[: len(deg) - max(1, len(deg) // 100)]
-    return len(deg) > 1 and float(deg.std()) > backends.SKEWED_DEGREE_CV * max(float(deg.mean()), 1e-12)
+    backends.SKEWED_DEGREE_CV: collaboration and trust networks, not meshes or point sets).
+    Kept on the graph: a sort of every degree, and network_start asks once per node."""
+    got = graph.__dict__.get("_skewed")
+    if got is None:
+        deg = np.sort(np.diff(graph.W.indptr))
+        # without the 1 % highest degrees: the real codes' graphs have a few hubs (rank 0 talks to
+        # all: CV up to 5.7 at 2,048 ranks, 0.2 without them), the networks a heavy tail
+        deg = deg[: len(deg) - max(1, len(deg) // 100)]
+        got = len(deg) > 1 and float(deg.std()) > backends.SKEWED_DEGREE_CV * max(float(deg.mean()), 1e-12)
+        graph.__dict__["_skewed"] = got
+    return got
 
 
 def units_of_work(n: int, machine: Machine) -> bool:
