@@ -185,9 +185,11 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
     candidate (one when both put the same ranks on the same nodes): up to
     allocation.CANDIDATES + 2 compact ones and SCATTERED scattered ones (on as few nodes as
     the compact ones), and with extra_nodes the wider sets (allocation.wider_node_sets: more
-    nodes, each partly filled; named "N nodes x K"). Returns ({name: (nodes, slots of `machine` to keep or None)} of the
-    chosen set and of the set the quick cost prefers, a note, what report.json says of the
-    choice); run_map then searches both in full when they differ (_final)."""
+    nodes, each partly filled; named "N nodes x K"; one is chosen only WIDER_MARGIN faster than
+    the best of the others). Returns ({name: (nodes, slots of `machine` to keep or None)} of
+    the chosen set, of the set the quick cost prefers and, with a wider set chosen, of the
+    best of the fewest nodes; a note; what report.json says of the choice); run_map then
+    searches each in full when they differ (_final, _final_choice)."""
     named, costs = {}, {}
     for i, nodes in enumerate(cands):
         named[f"compact {i + 1}" if i < ncompact else f"allocation {i + 1 - ncompact}"] = (np.asarray(nodes), None)
