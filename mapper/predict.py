@@ -222,12 +222,18 @@ def predict(M: sp.spmatrix, C: sp.spmatrix | None, machine: Machine, slot: np.nd
     trace): the latency term is then the latency on the trace's critical path. budget: the
     flow replay's work cap (_replayed; default ESTIMATE_BUDGET, an estimate of given mappings)."""
     M = sp.coo_matrix(M, dtype=np.float64)
-    keep = M.row != M.col
-    rows, cols, byts = M.row[keep], M.col[keep], M.data[keep]
     if C is None:
+        keep = M.row != M.col
+        rows, cols, byts = M.row[keep], M.col[keep], M.data[keep]
         msgs = np.ones(len(byts))
     else:
-        Cc = sp.csr_matrix(C, dtype=np.float64)
+        # the pairs of either matrix: a pair that sent only zero-byte messages (a handshake, a
+        # barrier made of sends) has no byte entry, and its latency was left out
+        Mc, Cc = sp.csr_matrix(M), sp.csr_matrix(C, dtype=np.float64)
+        both = ((Mc != 0) + (Cc != 0)).tocoo()
+        keep = both.row != both.col
+        rows, cols = both.row[keep], both.col[keep]
+        byts = np.asarray(Mc[rows, cols]).ravel() if len(rows) else np.zeros(0)
         msgs = np.asarray(Cc[rows, cols]).ravel() if len(rows) else np.zeros(0)
         msgs = np.maximum(msgs, (byts > 0).astype(float))
     M = sp.coo_matrix((byts, (rows, cols)), shape=M.shape)

@@ -307,6 +307,18 @@ def test_predict_by_hand():
     assert r["bounds"]["nic"] == pytest.approx(2e-3) and r["latency"] == pytest.approx(10e-6 + 0.4e-6)
 
 
+def test_predict_counts_zero_byte_messages():
+    """A pair that sent only zero-byte messages (no byte entry) still pays their latency."""
+    spec = {"hosts": ["a", "b"], "node_topology": ["pack:1 core:2"], "torus": "2", "coords": {"a": [0], "b": [1]}}
+    m = mspec.build(spec)
+    net = Network(link_bw=1e9, link_lat=1e-6, loop_bw=10e9, loop_lat=0.1e-6, nic_bw=None)
+    M = sp.csr_matrix(np.array([[0, 1e6, 0], [0, 0, 0], [0, 0, 0]]))
+    C = sp.csr_matrix(np.array([[0, 10, 500], [0, 0, 0], [0, 0, 0]]))   # 500 empty sends 0 -> 2
+    r = predict(M, C, m, np.array([0, 1, 2]), net)
+    assert r["latency"] == pytest.approx(10 * 0.1e-6 + 500 * 1e-6)
+    assert r["messages"] == 510 and r["bounds"]["serial"] == pytest.approx(1e6 / 10e9)
+
+
 def test_predict_cli(tmp_path):
     np.savez(tmp_path / "m.npz", bytes=np.array([[0, 5e6], [5e6, 0]]))
     (tmp_path / "hf").write_text("a\nb\n")
