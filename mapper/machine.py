@@ -87,6 +87,23 @@ class Machine:
             costs += f", hop {self.hop_cost:g}"
         return f"{self.nnodes} nodes: {'; '.join(parts)}; network {net}; {self.nslots} slots; level costs {costs}"
 
+    def rising_costs_note(self) -> str | None:
+        """A note where the level costs from the node down only rise (--level-costs
+        10,100,1000: written core first?). Costs add up from the level where two slots
+        differ, so the mapping is still valid, but leaving a node then adds little to a pair's
+        cost and the mapping hardly keeps partners together: said, not refused."""
+        names = self.level_names[self.node_level:]
+        c = self.level_costs[self.node_level:]
+        pos = c > 0
+        nz = c[pos]
+        if len(nz) < 2 or nz[-1] <= nz[0] or np.any(np.diff(nz) < 0):
+            return None
+        shown = ", ".join(f"{n} {v:g}" for n, v in zip(np.array(names)[pos], nz))
+        return (f"the level costs rise towards the cores ({shown}); they are given top to bottom, the node level "
+                f"first: a pair on two nodes costs only {self.acc[self.node_level] / self.acc[len(self.level_names) - 1]:.2f}x "
+                f"a pair of cores beside each other, so the mapping hardly keeps partners on one node "
+                f"(did you mean --level-costs {','.join(f'{v:g}' for v in self.level_costs[::-1])}?)")
+
     # ------------------------------------------------------------------ distances
     def node_hops(self, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
         if self.network is None:

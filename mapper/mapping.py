@@ -43,7 +43,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     target = writers.mapping_target(out, force, inputs=inputs_of(traffic, spec))   # checked before any work
     machine = mspec.build(spec)
     graph = from_traffic(traffic)
-    notes = list(traffic.notes)
+    notes = list(traffic.notes) + [x for x in (machine.rising_costs_note(),) if x]
     chosen_nodes = node_sets = None
     processes = _processes(spec)
     if mode == "whole-cluster":

@@ -1049,3 +1049,14 @@ def test_skewed_graphs_are_batched_on_networks_only(monkeypatch):
     tree = machine.build(hosts, ["pack:2 core:16"])
     partition.hierarchical(g, tree, tree.tree(), 3)
     assert not calls
+
+
+def test_level_costs_rising_towards_the_cores_are_said():
+    """--level-costs 10,100,1000 (core first by mistake) maps, with a note saying so."""
+    up = machine.build(["n1", "n2"], ["pack:2 core:2"], level_costs="10,100,1000")
+    note = up.rising_costs_note()
+    assert note and "1.11x" in note and "--level-costs 1000,100,10" in note
+    for costs in (None, "1000,100,10", "100,100,100", "1000,0,10"):
+        assert machine.build(["n1", "n2"], ["pack:2 core:2"], level_costs=costs).rising_costs_note() is None
+    sw = machine.build([f"n{i}" for i in range(4)], ["pack:1 core:2"], switches="2x2", level_costs="5,10,100,1000")
+    assert "node 10, package 100, core 1000" in sw.rising_costs_note()
