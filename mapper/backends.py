@@ -447,9 +447,10 @@ def mtkahypar_available() -> bool:
 class MtKaHyPar:
     """One graph handed to Mt-KaHyPar (deterministic quality preset: deterministic Jet
     refinement and flows; one thread), partitioned from scratch or improved from a given
-    partition by V-cycles. (row, col) lists each undirected edge once. preset: another of
-    Mt-KaHyPar's presets (mapper/multisection.py: DEFAULT, the multisection competitor's; on
-    one thread the same seed gives the same partition). ip_runs: the deterministic quality
+    partition by V-cycles. (row, col) lists each undirected edge once; seed: the context's
+    seed for the deterministic preset (mtkahypar_context), set_seed's for the others. preset:
+    another of Mt-KaHyPar's presets (mapper/multisection.py: DEFAULT, the multisection
+    competitor's; on one thread the same seed gives the same partition). ip_runs: the deterministic quality
     preset with that many initial-partitioning runs instead of its 20 (ip_runs()); jet_rounds,
     jet_iterations: that many dynamic rounds of Jet refinement of that many iterations instead
     of its 3 of 8 (FULL_SPLIT_JET_ROUNDS); vcycles: improve()'s V-cycles (default VCYCLES).
@@ -466,16 +467,17 @@ class MtKaHyPar:
         self.lib, self.init = _mtkahypar()
         mt = self.lib
         self.vcycles = self.VCYCLES if vcycles is None else vcycles
-        if (ip_runs, jet_rounds, jet_iterations) != (None, None, None) and preset == "DETERMINISTIC_QUALITY":
+        self.k, self.seed = len(caps), int(seed) % (2 ** 31)
+        if ((ip_runs, jet_rounds, jet_iterations) != (None, None, None) or self.seed) and preset == "DETERMINISTIC_QUALITY":
             self.ctx = mtkahypar_context.deterministic_quality(mt, self.init, 20 if ip_runs is None else ip_runs,
                                                                3 if jet_rounds is None else jet_rounds,
-                                                               8 if jet_iterations is None else jet_iterations)
+                                                               8 if jet_iterations is None else jet_iterations,
+                                                               seed=self.seed)
         else:
             self.ctx = self.init.context_from_preset(getattr(mt.PresetType, preset))
         self.ctx.set_partitioning_parameters(len(caps), 0.0, mt.Objective.CUT)
         self.ctx.set_individual_target_block_weights([int(c) for c in caps])
         self.ctx.logging = False
-        self.k, self.seed = len(caps), int(seed) % (2 ** 31)
         edges = list(zip(row.tolist(), col.tolist()))
         self.graph = self.init.create_graph(self.ctx, n, len(edges), edges, [1] * n,
                                             _int_weights(w, 2.0 ** 26).tolist())

@@ -93,15 +93,18 @@ mapping-min-pin-coverage=0.05
 """
 
 
-def deterministic_quality(lib, init, ip_runs: int = 20, jet_rounds: int = 3, jet_iterations: int = 8):
+def deterministic_quality(lib, init, ip_runs: int = 20, jet_rounds: int = 3, jet_iterations: int = 8, seed: int = 0):
     """The deterministic quality preset's context with ip_runs initial-partitioning runs and
     jet_rounds dynamic rounds of jet_iterations iterations of its Jet refinement (the preset:
-    20, 3 and 8; the preset's own context where this Mt-KaHyPar does not read the parameters)."""
+    20, 3 and 8; the preset's own context where this Mt-KaHyPar does not read the parameters).
+    seed: the context's own seed, which the deterministic presets use (mtkahypar.set_seed does
+    not reach them: every seed partitioned as seed 0)."""
     try:
         fd, path = tempfile.mkstemp(prefix="rankmap-mtkahypar-", suffix=".ini")
         try:
             with os.fdopen(fd, "w") as f:
-                f.write(DETERMINISTIC_QUALITY.format(ip_runs=int(ip_runs), jet_rounds=int(jet_rounds), jet_iterations=int(jet_iterations)))
+                f.write(DETERMINISTIC_QUALITY.format(ip_runs=int(ip_runs), jet_rounds=int(jet_rounds), jet_iterations=int(jet_iterations))
+                        + (f"seed={int(seed)}\n" if seed else ""))
             return init.context_from_file(path)
         finally:
             os.unlink(path)

@@ -377,10 +377,14 @@ def test_mtkahypar_context_file_is_the_preset_and_fewer_ip_runs_deterministic():
     row, col, w = _geometric(n, 0.07, 5)
     caps = [50] * 12
     assert B.ip_runs(n, len(caps), units=False) == B.SMALL_IP_RUNS
-    preset = B.MtKaHyPar(row, col, w, n, caps, 3).partition()
-    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=20).partition())
+    preset = B.MtKaHyPar(row, col, w, n, caps, 0).partition()      # (seed 0: the preset's own context)
+    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 0, ip_runs=20).partition())
     # the file's run count is read: one run partitions this graph otherwise
-    assert not np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=1).partition())
+    assert not np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 0, ip_runs=1).partition())
+    # and its seed: set_seed does not reach the deterministic preset, the context's seed does
+    seeded = [B.MtKaHyPar(row, col, w, n, caps, s).partition() for s in (1, 1, 2)]
+    assert np.array_equal(seeded[0], seeded[1])
+    assert not (np.array_equal(seeded[0], preset) and np.array_equal(seeded[2], preset))
     a = B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=B.SMALL_IP_RUNS)
     b = B.MtKaHyPar(row, col, w, n, caps, 3, ip_runs=B.SMALL_IP_RUNS)
     pa = a.partition()
@@ -398,8 +402,8 @@ def test_mtkahypar_jet_settings_are_read_and_the_preset_s_are_the_preset():
     n = 600
     row, col, w = _geometric(n, 0.07, 5)
     caps = [310, 310]
-    preset = B.MtKaHyPar(row, col, w, n, caps, 3).partition()
-    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 3, jet_rounds=3, jet_iterations=8).partition())
+    preset = B.MtKaHyPar(row, col, w, n, caps, 0).partition()
+    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, caps, 0, jet_rounds=3, jet_iterations=8).partition())
     light = dict(jet_rounds=B.FULL_SPLIT_JET_ROUNDS, jet_iterations=B.FULL_SPLIT_JET_ITERATIONS,
                  vcycles=B.FULL_SPLIT_VCYCLES)
     a, b = B.MtKaHyPar(row, col, w, n, caps, 3, **light), B.MtKaHyPar(row, col, w, n, caps, 3, **light)
@@ -424,9 +428,9 @@ def test_mtkahypar_context_falls_back_to_the_preset(monkeypatch):
     from rankmap.mapper import mtkahypar_context as MC
     n = 600
     row, col, w = _geometric(n, 0.07, 5)
-    preset = B.MtKaHyPar(row, col, w, n, [50] * 12, 3).partition()
+    preset = B.MtKaHyPar(row, col, w, n, [50] * 12, 0).partition()
     monkeypatch.setattr(MC, "DETERMINISTIC_QUALITY", MC.DETERMINISTIC_QUALITY + "no-such-parameter=1\n")
-    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, [50] * 12, 3, ip_runs=1).partition())
+    assert np.array_equal(preset, B.MtKaHyPar(row, col, w, n, [50] * 12, 0, ip_runs=1).partition())
 
 
 def test_vcycles_into_many_blocks_go_without_flows():
