@@ -182,6 +182,9 @@ _FILE_LIKE = re.compile(r"(/|\.(txt|list|lst|hosts?|nodes?|nodelist|csv|json|con
 
 
 _SLOTS = re.compile(r"(?<!\S)(max_)?slots=[0-9]+(?!\S)")
+# an MPICH machinefile's `host:k` (k ranks there; what `rankmap map` writes as machinefile):
+# was "'n1:2' is not a host name"
+_COLON_K = re.compile(r"(?<=[A-Za-z0-9_.\]-]):[0-9]+(?!\S)")
 
 
 def node_list(spec: str, option: str = "--nodes") -> list[str]:
@@ -206,16 +209,29 @@ def node_list(spec: str, option: str = "--nodes") -> list[str]:
         for lineno, ln in enumerate(validate.read_text(path, "node list").splitlines(), 1):
             # an Open MPI hostfile's `host slots=N max_slots=M`: the host (its cores come from
             # --node-topology)
-            ln = _SLOTS.sub(" ", ln.split("#", 1)[0]).strip()
+            ln = _COLON_K.sub("", _SLOTS.sub(" ", ln.split("#", 1)[0])).strip()
             if ln:
                 hosts.extend(expand(ln, f"{path}:{lineno}"))
                 if len(hosts) > validate.MAX_NODES:
                     raise UserError(f"{path}:{lineno}: more than {validate.MAX_NODES} hosts")
         if not hosts:
             raise UserError(f"{option} {spec}: {path} names no host")
+        seen: set = set()
+        again = next((h for h in hosts if h in seen or seen.add(h)), None)
+        if again is not None:
+            # a file of one line per rank ($PBS_NODEFILE, a hostfile rankmap wrote) is the
+            # usual cause: said, with the way out, instead of a bare "appears twice"
+            raise UserError(f"{option} {spec}: host {again} appears twice in the node list; a node file names each "
+                            "node once (a hostfile of one line per rank, such as $PBS_NODEFILE, lists hosts again: "
+                            "sort -u it)")
     else:
         if _FILE_LIKE.search(spec) and "[" not in spec:
             raise UserError(f"{option} {spec}: no such file (a node list file); a host list looks like n[01-36]")
+        if spec.strip().isdigit():
+            # `--nodes 4` meant four nodes, and was one host named "4" (with --oversubscribe every
+            # rank was mapped onto it, without a word)
+            raise UserError(f"{option} {spec}: a number; {option} names the nodes (a hostlist such as n[1-{spec.strip()}]"
+                            f", or a file); a host whose name is all digits is written [{spec.strip()}]")
         hosts = expand(spec, f"{option} {spec!r}")
     return no_duplicates(hosts, option)
 

@@ -97,6 +97,37 @@ def _check_xml(path: str, spec: str) -> None:
     if root.tag != "topology":
         raise UserError(f"{path}: XML whose root is <{root.tag}>, not an lstopo <topology> "
                         f"(--node-topology {spec!r})")
+    # `lstopo --disallowed --of xml` (or hwloc's INCLUDE_DISALLOWED flag) keeps the PUs the
+    # process may not use (a job's cgroup, Slurm's specialized cores) and marks them only in
+    # the machine's allowed_cpuset; hwloc reading the file back forgets it, and ranks were
+    # mapped onto cores no task could be bound to
+    top = root.find("object")
+    allowed = _cpuset(top.get("allowed_cpuset")) if top is not None else None
+    if allowed is not None:
+        barred = sorted(int(o.get("os_index")) for o in top.iter("object")
+                        if o.get("type") == "PU" and (o.get("os_index") or "").isdigit()
+                        and not allowed(int(o.get("os_index"))))
+        if barred:
+            shown = ", ".join(f"P#{i}" for i in barred[:8]) + (", ..." if len(barred) > 8 else "")
+            raise UserError(f"{path}: {len(barred)} PU(s) ({shown}) are outside the machine's allowed_cpuset (an "
+                            "lstopo --disallowed export?): no rank could be bound there; write the XML without "
+                            f"--disallowed, where the job runs (lstopo --of xml) (--node-topology {spec!r})")
+
+
+def _cpuset(text: str | None):
+    """hwloc's cpuset text ('0x000000ff', '0xffffffff,0x0000000f', '0xf...f,0x00000003':
+    32-bit words, the highest first; 'f...f' leads an infinite set) as i -> bool; None when
+    absent or not of that form (hwloc itself says what is wrong then)."""
+    if not text:
+        return None
+    words = [w.strip().lower() for w in text.split(",")]
+    infinite = words[0] == "0xf...f"
+    words = words[1:] if infinite else words
+    if not all(re.fullmatch(r"0x[0-9a-f]{1,8}", w) for w in words):
+        return None
+    bits = int("".join(w[2:].rjust(8, "0") for w in words) or "0", 16)
+    width = 32 * len(words)
+    return lambda i: (infinite and i >= width) or bool(bits >> i & 1)
 
 
 LSTOPO_SECONDS = 120
@@ -123,7 +154,19 @@ def _synthetic(s: str, spec: str) -> str:
         if total > validate.MAX_CORES_PER_NODE:
             raise UserError(f"node topology {spec!r}: more than {validate.MAX_CORES_PER_NODE} cores per node; "
                             "no real node has that many")
-    if not levels[-1].lower().startswith("pu"):
+    # levels go from the top down: 'core:8 pack:2' (2 packages x 8 cores, in the wrong order)
+    # made hwloc put two packages inside each core, which was read as 8 cores of 2 PUs: half
+    # the node, without a word
+    names = [lv.split(":", 1)[0].lower() for lv in levels]
+    core = next((i for i, n in enumerate(names) if n.startswith("core")), None)
+    late = next((lv for i, lv in enumerate(levels) if core is not None and i > core and not names[i].startswith("pu")),
+                None)
+    early_pu = next((lv for i, lv in enumerate(levels[:-1]) if names[i].startswith("pu")), None)
+    if late is not None or early_pu is not None:
+        what = f"{late!r} comes after {levels[core]!r}" if late is not None else f"{early_pu!r} is not the last level"
+        raise UserError(f"node topology {spec!r}: {what}; a synthetic description goes from the top down (packages, "
+                        "NUMA nodes or caches, then cores, then PUs), e.g. 'pack:2 core:8'")
+    if not names[-1].startswith("pu"):
         s += " pu:1"  # hwloc wants PUs as the last level
     return s
 

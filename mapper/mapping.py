@@ -37,6 +37,14 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     to this many percent more nodes than the fewest, each partly filled, are candidates too
     (allocation.wider_node_sets)."""
     t0 = time.monotonic()
+    # --time-limit caps the whole command: in whole-cluster mode each candidate node set's
+    # quick mapping and each set searched in full took the whole limit again (--time-limit 2
+    # on 1,024 ranks over an 8x8x8 torus ran 24-29 s). The candidates share half of what is
+    # left, the full searches the rest.
+    deadline = None if time_limit is None else t0 + time_limit
+
+    def left(share: float = 1.0):
+        return None if deadline is None else max(1e-3, (deadline - time.monotonic()) * share)
     if extra_nodes and (mode != "whole-cluster" or network is None or parallel is not None):
         raise UserError("extra nodes are chosen by predict among whole-cluster mode's node sets: they need "
                         "--mode whole-cluster and the network's speeds")
@@ -47,6 +55,9 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
     chosen_nodes = node_sets = None
     processes = _processes(spec)
     if mode == "whole-cluster":
+        # too few slots in all: the message (and its hints: add nodes, --oversubscribe, ranks
+        # numbered from 1) as in the other mode; was "the available nodes hold only 6 slots"
+        solve.check_fits(traffic.size, machine, traffic)
         one = allocation.cores_first(machine, traffic.size) if processes else None
         search_on = one[0] if one is not None and one[0].nnodes == machine.nnodes else machine   # same node indices
         cands = allocation.candidate_node_sets(search_on, traffic.size)
@@ -59,11 +70,12 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
                     cands.append(ids)
         if network is None:
             best = None
-            for nodes in cands:   # a quick mapping on each candidate part, the cheapest wins
+            for i, nodes in enumerate(cands):   # a quick mapping on each candidate part, the cheapest wins
                 sub = allocation.restrict(search_on, nodes)
                 if sub.nslots < traffic.size:
                     continue
-                r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine,
+                r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=left(0.5 / (len(cands) - i)),
+                                refine=refine,
                                 fill=fill, graph=graph, quick=True)
                 if best is None or r.cost < best[0]:
                     best = (r.cost, nodes)
@@ -74,13 +86,14 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
         else:
             sets, note, node_sets = _choose_nodes_predicted(
                 traffic, graph, search_on, cands, ncompact, network, algorithm, seed, time_limit, refine, fill,
-                extra_nodes)
+                extra_nodes, deadline)
             finals = {}
-            for name, (nodes, slots) in sets.items():   # the chosen set and the cost's: each searched in full
-                if slots is not None and search_on is not machine:
+            for i, (name, (nodes, slots)) in enumerate(sets.items()):   # the chosen set and the cost's: each
+                if slots is not None and search_on is not machine:       # searched in full
                     slots = one[1][slots]                  # the cores' slots: the machine's own indices
                 finals[name] = (nodes, _final(traffic, allocation.restrict(machine, nodes, slots), graph, algorithm,
-                                              seed, tries, time_limit, refine, fill, processes, parallel, network))
+                                              seed, tries, left(1 / (len(sets) - i)), refine, fill, processes,
+                                              parallel, network))
             if len(finals) > 1:
                 est = {k: v[1][4].predicted.get(v[1][4].chosen) for k, v in finals.items()}
                 keep = _final_choice(node_sets, est)
@@ -97,7 +110,7 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
             notes += more
     if node_sets is None:
         full, machine, sel, more, res, predictor, timing = _final(traffic, machine, graph, algorithm, seed, tries,
-                                                                  time_limit, refine, fill, processes, parallel,
+                                                                  left(), refine, fill, processes, parallel,
                                                                   network)
         notes += more
     slots = res.slot_of_rank if sel is None else sel[res.slot_of_rank]      # slots of the whole machine
@@ -171,7 +184,7 @@ def _final(traffic: Traffic, machine, graph, algorithm, seed, tries, time_limit,
 
 
 def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncompact: int, network, algorithm, seed,
-                            time_limit, refine, fill, extra_nodes: float = 0) -> tuple:
+                            time_limit, refine, fill, extra_nodes: float = 0, deadline: float | None = None) -> tuple:
     """Whole-cluster mode knowing the network's speeds: the compact candidates (and the run's
     allocation: cands[ncompact:]) and the node sets scattered over the network
     (allocation.scattered_node_sets, each with its ranks per node: only those slots are kept)
@@ -193,7 +206,8 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
     named, costs = {}, {}
     for i, nodes in enumerate(cands):
         named[f"compact {i + 1}" if i < ncompact else f"allocation {i + 1 - ncompact}"] = (np.asarray(nodes), None)
-    for nodes, counts, _ in allocation.scattered_node_sets(machine, traffic.size, network):
+    soon = None if deadline is None else time.monotonic() + max(0.0, deadline - time.monotonic()) * 0.25
+    for nodes, counts, _ in allocation.scattered_node_sets(machine, traffic.size, network, deadline=soon):
         slots = allocation.first_slots(machine, dict(zip(nodes.tolist(), counts.tolist())))
         named["scattered " + ",".join(f"{machine.hosts[k]}:{c}" for k, c in zip(nodes, counts))] = (nodes, slots)
     wider = set()
@@ -204,13 +218,28 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
                 name += "'"
             named[name] = (nodes, slots)
             wider.add(name)
+    no_wider = ""
+    if extra_nodes and not wider:
+        # the option was taken and changed nothing, without a word (16 ranks filling 8 nodes of 2,
+        # or 10 % of 4 nodes: less than one more node)
+        cap = allocation.node_capacity(machine)
+        lo, avail = allocation.fewest_nodes(cap, traffic.size), int((cap > 0).sum())
+        hi = min(avail, int(np.floor(lo * (1 + extra_nodes / 100) + 1e-9)))
+        why = (f"the ranks need all {avail} available nodes" if lo >= avail else
+               f"{extra_nodes:g} % more than the fewest {lo} nodes is less than one more node "
+               f"(--extra-nodes {100 / lo:.4g} or more adds one)" if hi <= lo else
+               f"on {lo + 1}" + (f"-{hi}" if hi > lo + 1 else "") + " nodes a node still holds as many ranks as on "
+               f"the fewest {lo}, or no compact set of that many nodes was found")
+        no_wider = f"; --extra-nodes {extra_nodes:g}: no wider node set to compare ({why})"
     predictor = _predictor(traffic, machine, network)
     pool, of = {}, {}
-    for name, (nodes, slots) in named.items():
+    for i, (name, (nodes, slots)) in enumerate(named.items()):
         sub = allocation.restrict(machine, nodes, slots)
         if sub.nslots < traffic.size:
             continue
-        r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=time_limit, refine=refine, fill=fill,
+        # (run_map's deadline: the candidates share half of the time left)
+        share = time_limit if deadline is None else max(1e-3, (deadline - time.monotonic()) * 0.5 / (len(named) - i))
+        r = solve.solve(traffic, sub, algorithm, seed, tries=1, time_limit=share, refine=refine, fill=fill,
                         graph=graph, quick=True)
         kept = allocation.kept_slots(machine, nodes, slots)
         pool[name] = kept[r.slot_of_rank]
@@ -247,6 +276,7 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
         if others:
             nxt = min(others, key=others.get)
             note += f"; next {nxt} ({others[nxt]:.4g} s)"
+    note += no_wider
     nodes = {k: [machine.hosts[x] for x in named[k][0]] for k in estimates}
     roles = {"chosen": chosen, "by_cost": by_cost}
     if chosen in wider:

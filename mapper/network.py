@@ -37,6 +37,9 @@ MAX_PARALLEL_LINKS = 4096      # a dragonfly's links per pair of groups (global=
 FIRST_DIFF_TABLE_NODES = 2048  # Hierarchy.first_diff keeps every pair's answer up to this many nodes
 
 
+MAX_DIMS = 24       # dimensions of a torus or mesh: 2^22 positions hold at most 22 of size >= 2
+
+
 def parse_dims(text: str, what: str = "torus") -> tuple[int, ...]:
     if not isinstance(text, str):
         raise UserError(f"bad {what} dimensions {text!r}; expected text such as 3x3x4")
@@ -46,6 +49,11 @@ def parse_dims(text: str, what: str = "torus") -> tuple[int, ...]:
         raise UserError(f"bad {what} dimensions {text!r}; expected e.g. 3x3x4") from None
     if not dims or any(d < 1 for d in dims):
         raise UserError(f"bad {what} dimensions {text!r}: each must be >= 1")
+    if len(dims) > MAX_DIMS:
+        # past 2^22 positions only dimensions of 1 remain; 61 of them ended in numpy's
+        # "maximum supported dimension for an ndarray" (an internal error)
+        raise UserError(f"bad {what} dimensions {text[:40]!r}...: {len(dims)} dimensions; rankmap handles at most "
+                        f"{MAX_DIMS} (a dimension of 1 adds nothing: leave it out)")
     if math.prod(dims) > validate.MAX_NET_POSITIONS:
         raise UserError(f"{what} {text!r}: {math.prod(dims)} positions; rankmap handles at most "
                         f"{validate.MAX_NET_POSITIONS}")
@@ -912,6 +920,11 @@ def parse_spec(text: str) -> dict:
     keys = {}
     for o in opts:
         k, eq, v = o.partition("=")
+        if not eq and keys and list(keys)[-1] == "oversub" and o.strip().replace(".", "", 1).isdigit():
+            # the usual notation of a ratio, 2:1, split at its colon: "not '1'" said nothing of it
+            r = keys["oversub"]
+            raise UserError(f"--network {text!r}: oversub={r}:{o} is written oversub={r} (the ratio {r}:1; a list "
+                            "per level is 1x2, top to bottom)")
         if not eq or not v:
             raise UserError(f"--network {text!r}: expected key=value after the shape, not {o!r}")
         if k.strip().lower() in keys:

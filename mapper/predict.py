@@ -40,6 +40,10 @@ from rankmap.mapper.network import FatTreeRoutes, SwitchTree, Torus
 from rankmap.profiler.errors import UserError
 
 
+# the pairs of cores `rankmap probe` measures (slurm/probe.py's roles)
+PROBE_PAIRS = ("same socket", "other socket", "neighbour node", "distant node")
+
+
 @dataclass
 class Network:
     link_bw: float          # bytes/s per link and direction
@@ -60,6 +64,16 @@ class Network:
                 not isinstance(r.get("bandwidth_GBps"), dict):
             raise UserError(f"{where}: not a `rankmap probe` file (no latency_us and bandwidth_GBps objects)")
         lat, bw = r["latency_us"], r["bandwidth_GBps"]
+        # a pair under another name (a hand-edited 'neighbor node', 'same-socket') was ignored,
+        # and the error then said the probe had measured no pair of nodes
+        for name, d in (("latency_us", lat), ("bandwidth_GBps", bw)):
+            odd = next((k for k in d if k not in PROBE_PAIRS), None)
+            if odd is not None:
+                import difflib
+                near = difflib.get_close_matches(str(odd).lower(), PROBE_PAIRS, 1, 0.6)
+                raise UserError(f"{where}: {name} names the pair {validate.show(odd)}"
+                                + (f" (did you mean {near[0]!r}?)" if near else "")
+                                + f"; a probe file's pairs are {', '.join(map(repr, PROBE_PAIRS))}")
         near_key = "same socket" if "same socket" in lat else "other socket"
         if "neighbour node" not in lat or near_key not in lat or "neighbour node" not in bw or near_key not in bw:
             raise UserError(f"{where}: the probe measured no pair of nodes (or no pair inside a node)")

@@ -299,7 +299,8 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
     if one_start and algorithm == "metis" and torus and grid is None and tries is None:
         net_tried = True
         from rankmap.mapper.partition import network_start
-        net = network_start(pgraph, machine, seed) if time.monotonic() < deadline else None
+        net = network_start(pgraph, machine, seed, deadline - time.monotonic()) if time.monotonic() < deadline \
+            else None
         if net is not None:                  # (PACKED_TOO_MAX's comment)
             nstarts = 0
     starts = []
@@ -311,7 +312,8 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
     if algorithm == "metis":
         from rankmap.mapper.partition import network_start
         if not net_tried and not (one_start and not torus):
-            net = network_start(pgraph, machine, seed) if time.monotonic() < deadline else None
+            net = network_start(pgraph, machine, seed, deadline - time.monotonic()) \
+                if time.monotonic() < deadline else None
         if net is not None:
             starts.append(("network", net, seed))
         if fill == "packed":                 # a process grid's nested bricks (stencil codes)

@@ -72,6 +72,14 @@ def detect(path: Path) -> str:
     first = _first_row(head)
     if "," in first and _dense_csv(path, text, first):
         return "treematch"
+    if "," not in first and suffix == ".csv" and _dense_blank(path, text, first):
+        return "treematch"
+    # a banner or '%' comment says what the file is whatever its name: `convert --to mtx t.csv`
+    # (or metis) wrote a file its own reader then took for CSV ("got 5 field(s)")
+    if head.startswith("%%MatrixMarket"):
+        return "mtx"
+    if head.startswith("%") and _looks_like_metis(text):
+        return "metis"
     head_fields = re.split(r"[\s,;]+", first.lower())
     if suffix == ".csv" or head_fields[:3] in (["src", "dst", "bytes"], ["src", "dst", "words"]):   # commas, tabs, ...
         return "mpip" if head_fields == ["src", "dst", "bytes", "count"] else "csv"
@@ -99,6 +107,22 @@ def _dense_csv(path: Path, text: str, first: str) -> bool:
         return False
     if k in (3, 4):
         row = "src,dst,bytes" + (",messages" if k == 4 else "")
+        raise UserError(f"{path}: {k} rows of {k} numbers and no header: a {k} x {k} matrix, or {k} rows {row}? "
+                        f"Add the header line {row} (or pass --format csv), or pass --format treematch for a matrix")
+    return True
+
+
+def _dense_blank(path: Path, text: str, first: str) -> bool:
+    """A whole square matrix of blank- or tab-separated numbers named .csv, no header: a matrix,
+    as docs/formats.md says of blank-separated rows without the header (a .csv was taken for
+    pairs whatever its shape: a 3 x 3 matrix read as three pairs of 2 ranks without a word, a
+    5 x 5 one refused as 'got 5 field(s)'). 3 x 3 and 4 x 4 are also valid pairs: refused as
+    ambiguous, as their comma-separated form."""
+    k, lines = len(first.split()), text.count("\n") + 1
+    if not k - 1 <= lines <= 4 * k + 100 or _whole_matrix(text) is None:
+        return False
+    if k in (3, 4):
+        row = "src dst bytes" + (" messages" if k == 4 else "")
         raise UserError(f"{path}: {k} rows of {k} numbers and no header: a {k} x {k} matrix, or {k} rows {row}? "
                         f"Add the header line {row} (or pass --format csv), or pass --format treematch for a matrix")
     return True
@@ -142,6 +166,10 @@ def read_traffic(path: str | Path, fmt: str = "auto", collectives: str = "auto",
     it); a profile's collectives are expanded with the model `collectives`."""
     if path is None or not str(path).strip():
         raise UserError("the traffic MATRIX argument is empty (an unset shell variable?)")
+    if str(path).strip() == "-" and not Path("-").exists():
+        # `... | rankmap map - ...`: was "-: no such file or directory"
+        raise UserError("-: rankmap reads the traffic from a file or directory, not from standard input; save it to a "
+                        "file first (e.g. traffic.csv)")
     path = Path(path)
     if path.exists() and not path.is_dir() and not path.is_file():
         raise UserError(f"{path}: not a regular file (a device, FIFO or socket); give a traffic file or directory")
@@ -494,6 +522,8 @@ def _checked(m, path: Path):
         raise UserError(f"{path}: complex values; traffic is a real number of bytes")
     if kind not in "biuf":
         raise UserError(f"{path}: values of type {m.dtype}, not numbers")
+    if sp.issparse(m):
+        m = m.astype(np.float64)           # (entries given twice summed in float64, not in their type)
     return sp.csr_matrix(m, dtype=np.float64)
 
 
@@ -527,8 +557,21 @@ def _read_mtx(path: Path) -> Traffic:
     try:
         m = scipy.io.mmread(io.BytesIO(data))
     except (ValueError, OSError, IndexError, TypeError, OverflowError, EOFError) as e:
-        raise UserError(f"{path}: not a readable MatrixMarket file ({validate.one_line(e)})") from None
-    return Traffic(bytes=_checked(m, path), source=str(path), format="mtx")
+        why = validate.one_line(e)
+        if "out of bounds" in why:      # the commonest cause: rows and columns numbered from 0
+            why += "; MatrixMarket numbers rows and columns from 1 to the size line's counts (an export numbered from 0?)"
+        raise UserError(f"{path}: not a readable MatrixMarket file ({why})") from None
+    notes = []
+    if sp.issparse(m) and m.format == "coo" and m.nnz:
+        # scipy keeps an entry given twice, and the matrix adds them: the CSV reader says so,
+        # this one did not (a symmetric file listing both triangles counted every pair twice)
+        key = np.asarray(m.row, np.int64) * int(m.shape[1]) + np.asarray(m.col, np.int64)
+        twice = int(m.nnz - len(np.unique(key)))
+        if twice:
+            sym = len(fields) > 4 and fields[4] != "general"
+            notes.append(f"{twice} entr{'y repeats' if twice == 1 else 'ies repeat'} a (row, column) of an earlier one"
+                         + (" (in a symmetric file: both triangles listed?)" if sym else "") + ": their values were added")
+    return Traffic(bytes=_checked(m, path), source=str(path), format="mtx", notes=notes)
 
 
 def _mtx_fields(body: bytes, path: Path, line: int, banner: list) -> None:
@@ -580,6 +623,10 @@ def _read_npz(path: Path) -> Traffic:
                     validate.rank_count(max(shape), str(path))
                 try:
                     m = sp.load_npz(str(path))
+                    if np.dtype(m.dtype).kind in "biu":
+                        # to float64 before a COO's entries given twice are summed: in uint8 200 + 100
+                        # was 44 bytes, in int32 two 2^31 - 1 "negative traffic -2"
+                        m = m.astype(np.float64)
                     if len(m.shape) == 2:          # indices within the shape, indptr in order (scipy checks lazily)
                         m = sp.csr_matrix(m)
                         m.check_format(full_check=True)
@@ -713,9 +760,13 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
     from rankmap.profiler import outputs
     target = path if isinstance(path, outputs.Target) else outputs.target_file(path, "DST", force=True)
     path = target.path
+    # DST.gz is written gzip-compressed, as every text input is read: `--to csv x.csv.gz` wrote
+    # plain text under a .gz name (zcat and other tools refused it), and x.csv.gz's format was
+    # not told from its extension
+    gz = path.suffix.lower() == ".gz"
     if fmt == "auto":
         fmt = {".graph": "metis", ".metis": "metis", ".txt": "metis", ".mtx": "mtx", ".csv": "csv",
-               ".npz": "npz", ".dat": "treematch"}.get(path.suffix.lower())
+               ".npz": "npz", ".dat": "treematch"}.get((path.with_suffix("") if gz else path).suffix.lower())
         if fmt is None:
             raise UserError(f"{path}: cannot tell the output format from the extension; pass --to "
                             f"({', '.join(WRITE_FORMATS)})")
@@ -723,6 +774,9 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
         raise UserError(f"--to {fmt!r}: unknown output format; choose one of: {', '.join(WRITE_FORMATS)}")
     if units not in ("bytes", "words"):
         raise UserError("units must be bytes or words")
+    if gz and fmt == "npz":
+        raise UserError(f"{path}: an npz archive is compressed already, and rankmap reads .gz files as text; "
+                        "name it .npz")
     scale = 1.0 / WORD if units == "words" else 1.0
     m = traffic.bytes.tocsr()
     if fmt == "treematch" and m.shape[0] > 4096:
@@ -740,6 +794,21 @@ def write(traffic: Traffic, path, fmt: str = "auto", units: str = "bytes") -> st
                      for c in str(traffic.source))
 
     def fill(tmp: Path) -> None:
+        if gz:
+            import gzip
+            import shutil
+            raw = tmp.with_name(tmp.name + ".raw")
+            try:
+                fill_plain(raw)
+                with open(raw, "rb") as src, open(tmp, "wb") as f, \
+                        gzip.GzipFile(path.with_suffix("").name, "wb", fileobj=f) as dst:   # its own name inside
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            finally:
+                raw.unlink(missing_ok=True)
+        else:
+            fill_plain(tmp)
+
+    def fill_plain(tmp: Path) -> None:
         if fmt == "metis":
             write_metis(symmetric(m), tmp, scale, f"rankmap: {units} exchanged in both directions, from {source}")
         elif fmt == "mtx":

@@ -21,6 +21,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -77,6 +78,10 @@ def _within(child: Path, parent: Path) -> bool:
 def _check_common(text, option: str, inputs, is_dir: bool) -> Path:
     if text is None or not str(text).strip():
         raise UserError(f"{option} '{text or ''}': empty path (an unset shell variable?)")
+    if str(text).strip() == "-":
+        # the Unix "standard output": a file named '-' was written into the current directory
+        raise UserError(f"{option} -: rankmap writes {'a directory' if is_dir else 'a file'}, not standard output; "
+                        f"name {'it' if is_dir else 'the file'}")
     p = _abs(text)
     long = [part for part in p.parts if len(os.fsencode(part)) > 255]
     if long or len(os.fsencode(str(p))) > 4095:
@@ -107,6 +112,10 @@ def _check_common(text, option: str, inputs, is_dir: bool) -> Path:
         raise UserError(f"{option} {text}: {anc} is a file, not a directory")
     if not p.exists():
         _probe_writable(anc, option, text)
+    if p.is_symlink() and re.match(r"(pipe|socket|anon_inode):", real.name):
+        # /dev/stdout into a pipe: 'cannot write /proc/123/fd/pipe:[456]: No such file'
+        raise UserError(f"{option} {text}: a pipe or socket (standard output?), not a file; rankmap writes files: "
+                        "name one")
     if p.is_symlink():
         # written where the link points, the link kept: the rename into place replaced the
         # link itself (`--out latest --force`, latest -> map-v3: latest became a directory of
@@ -365,6 +374,10 @@ def plots_dir(text, option: str, inputs=()) -> Path:
     exist (the current directory, a mapping); it is created when it does not."""
     if text is None or not str(text).strip():
         raise UserError(f"{option} '{text or ''}': empty path (an unset shell variable?)")
+    if str(text).strip() == "-":
+        # the Unix "standard output": a file named '-' was written into the current directory
+        raise UserError(f"{option} -: rankmap writes {'a directory' if is_dir else 'a file'}, not standard output; "
+                        f"name {'it' if is_dir else 'the file'}")
     p = _abs(text)
     if p.exists() and not p.is_dir():
         raise UserError(f"{option} {text}: {p} exists and is not a directory")

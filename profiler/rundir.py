@@ -195,6 +195,11 @@ def find_run_file(path: Path) -> tuple[Path, dict]:
         want = path / f"ranks.{run['run_id']}.rmp"
         if not want.exists():
             cmd = " ".join(map(str, run.get("command", []))) or "the program"
+            if run.get("timed_out") is True:
+                # the hint below (not an MPI program?) sent the user after the wrong cause
+                raise UserError(f"{path}: no rank wrote profile data: the run of `{cmd}` was stopped by --timeout "
+                                f"after {run.get('seconds', '?')} s, before any rank recorded anything; give it "
+                                "more time (a larger --timeout)")
             raise UserError(f"{path}: no rank wrote profile data (the run of `{cmd}` exited with "
                             f"{run.get('exit_code', '?')}); was it an MPI program started by the launcher?")
         return want, run

@@ -56,6 +56,11 @@ def check_matrix(m: sp.spmatrix, where: str) -> sp.csr_matrix:
     validate.rank_count(int(shape[0]), where)
     if np.dtype(m.dtype).kind not in "biuf":
         raise UserError(f"{where}: the traffic matrix holds {m.dtype} values, not numbers of bytes")
+    if sp.issparse(m) and m.dtype != np.float64:
+        # in float64 before the entries given twice (COO, unsorted CSR) are summed: scipy summed
+        # them in their own type, 2 x (2^31 - 1) in int32 read as "negative traffic -2", and
+        # 200 + 100 in uint8 as 44 bytes, without a word
+        m = m.astype(np.float64)
     m = sp.csr_matrix(m, dtype=np.float64)
     if m.shape[0] == 0:
         raise UserError(f"{where}: empty traffic matrix (no ranks)")

@@ -107,8 +107,13 @@ def integer(tok, where: str, what: str = "value", lo: int | None = None, hi: int
                 f = float(s)
             except ValueError:
                 raise UserError(f"{where}: {what} {show(tok)} is not a number") from None
-            if not float_form or not math.isfinite(f) or f != math.floor(f):
+            if not math.isfinite(f) or f != math.floor(f):
                 raise UserError(f"{where}: {what} {show(tok)} is not a whole number")
+            if not float_form:
+                # '1e6' is a whole number: the bare "is not a whole number" read as nonsense
+                _range(int(f), where, what, lo, hi, show(tok))
+                raise UserError(f"{where}: {what} {show(tok)} is not a whole number written in digits (write "
+                                f"{int(f)})")
             v = int(f)
     _range(v, where, what, lo, hi, show(tok))
     return v

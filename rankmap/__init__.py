@@ -39,11 +39,17 @@ def traffic(matrix, source: str = "matrix"):
     from rankmap.profiler import validate
     from rankmap.profiler.errors import UserError
     from rankmap.profiler.traffic import Traffic, check_matrix
+    if np.ma.isMaskedArray(matrix) and np.ma.getmaskarray(matrix).any():
+        # np.asarray drops the mask: the hidden values under it were read as bytes
+        raise UserError(f"{source}: a masked array with masked entries; fill them first "
+                        "(matrix.filled(0): no traffic there)")
     if not sp.issparse(matrix):       # as it is: a complex, text or 3-D array is refused, not cast
         try:
             a = np.asarray(matrix)
         except (ValueError, TypeError) as e:
             raise UserError(f"{source}: not a matrix ({validate.one_line(e)})") from None
+        if a.dtype == np.float16:      # scipy.sparse has no float16 (a ValueError from scipy); exact in float32
+            a = a.astype(np.float32)
         matrix = sp.csr_matrix(a) if a.ndim == 2 and a.dtype.kind in "biuf" else a
     return Traffic(bytes=check_matrix(matrix, source), source=source, format="matrix")
 
@@ -52,8 +58,17 @@ def read_traffic(path, format: str = "auto", collectives: str = "auto", allow_pa
     """Traffic from a profiler run directory or a file (mpiP, TreeMatch, Open MPI monitoring,
     SMPI trace, MatrixMarket, CSV, NPZ, METIS...; docs/formats.md); a profile's collectives
     become pairs by the model `collectives`."""
+    import os
+    from rankmap.profiler.errors import UserError
     from rankmap.profiler.formats import read_traffic as _read
-    return _read(path, format, collectives, allow_partial)
+    # as the command line's MATRIX, --format and --collectives: text (a TypeError or an
+    # AttributeError from inside the reader before)
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise UserError(f"path {path!r:.60}: expected a file or directory name (str or pathlib.Path)")
+    for name, v in (("format", format), ("collectives", collectives)):
+        if not isinstance(v, str):
+            raise UserError(f"{name} {v!r:.60}: expected text such as 'auto'")
+    return _read(os.fspath(path) if path is not None else None, format, collectives, allow_partial)
 
 
 def machine(nodes, node_topology, *, torus=None, mesh=None, coords=None, network=None, level_costs=None,
@@ -67,8 +82,29 @@ def machine(nodes, node_topology, *, torus=None, mesh=None, coords=None, network
     >>> rankmap.machine("n[1-3]", "pack:2 core:4", torus="3").nslots
     24
     """
+    import os
     from rankmap.mapper import hostnames, spec
+    from rankmap.profiler import validate
     from rankmap.profiler.errors import UserError
+    # as --ranks-per-node and --oversubscribe take them: 1.5 ranks per node was taken (and written
+    # to machine.json, which no command then read back), oversubscribe=0 made 1, "1" a TypeError
+    if ranks_per_node is not None:
+        ranks_per_node = validate.integer(ranks_per_node, "ranks_per_node", "ranks per node", 1,
+                                          validate.MAX_CORES_PER_NODE, float_form=False)
+    oversubscribe = validate.integer(oversubscribe, "oversubscribe", "ranks per core", 1, validate.MAX_OVERSUBSCRIBE,
+                                     float_form=False)
+    if network is not None and not isinstance(network, (str, dict)):
+        raise UserError(f"network {network!r:.60}: expected text as --network takes it ('fat-tree:4x8', "
+                        "'dragonfly:4x4x2', 'torus:4x4', 'slurm:topology.conf')")
+    if isinstance(network, dict):    # as machine.json holds it: checked as machine.json's (a KeyError before)
+        spec._check_network(network, "network")
+    if coords is not None and not isinstance(coords, (str, dict, os.PathLike)):
+        raise UserError(f"coords {coords!r:.60}: expected a coordinate file (lines 'host x y z') or "
+                        "{host: [x, y, z]}")
+    if isinstance(coords, os.PathLike):
+        coords = os.fspath(coords)
+    if isinstance(node_topology, os.PathLike):      # an lstopo XML file given as a pathlib.Path
+        node_topology = os.fspath(node_topology)
     if isinstance(nodes, str):
         hosts = hostnames.expand(nodes, f"nodes {nodes!r}")
     elif isinstance(nodes, (list, tuple)) and all(isinstance(h, str) for h in nodes):
@@ -95,9 +131,12 @@ def map(traffic, machine, *, seed: int = 0, algorithm: str = "metis", time_limit
     The same seed gives the same mapping."""
     from rankmap.mapper import solve
     from rankmap.profiler import validate
+    traffic, machine = _as_traffic(traffic), _as_machine(machine)
     seed = validate.integer(seed, "seed", "seed", 0, 10 ** 9, float_form=False)     # what --seed takes
     if time_limit is not None:
         time_limit = validate.number(time_limit, "time_limit", "seconds", 0.0, lo_open=True)
+    from rankmap.mapper import budget
+    budget.check(traffic.bytes.nnz, traffic.size)     # as `rankmap map`: refused before anything is built
     from rankmap.mapper.allocation import cores_first
     sub = cores_first(machine, traffic.size)      # --oversubscribe: distinct cores first, as `rankmap map`
     if sub is None:
@@ -108,16 +147,39 @@ def map(traffic, machine, *, seed: int = 0, algorithm: str = "metis", time_limit
     return res
 
 
+def _as_traffic(traffic):
+    """traffic() of what map, evaluate and write are given: a matrix passed as it is was read
+    by its numpy attributes (an 8 x 8 array's .size is 64: "64 ranks but only 8 slots")."""
+    from rankmap.profiler.traffic import Traffic
+    if isinstance(traffic, Traffic):
+        return traffic
+    if hasattr(traffic, "shape") or isinstance(traffic, (list, tuple)):
+        return globals()["traffic"](traffic)
+    from rankmap.profiler.errors import UserError
+    raise UserError(f"traffic {traffic!r:.60}: expected rankmap.traffic(matrix) or rankmap.read_traffic(path)")
+
+
+def _as_machine(machine):
+    from rankmap.mapper.machine import Machine
+    if isinstance(machine, Machine):
+        return machine
+    from rankmap.profiler.errors import UserError
+    raise UserError(f"machine {machine!r:.60}: expected rankmap.machine(nodes, node_topology) (an AttributeError "
+                    "from inside the mapper before)")
+
+
 def evaluate(traffic, machine, slot_of_rank) -> dict:
     """The metrics of a mapping (docs/mapper.md): sum_com, hop-bytes, dilation, link loads,
     internode_fraction, ..."""
     from rankmap.mapper import metrics
+    traffic, machine = _as_traffic(traffic), _as_machine(machine)
     return metrics.evaluate(traffic.bytes, machine, metrics.placement(slot_of_rank, machine, traffic.size))
 
 
 def hosts(machine, slot_of_rank) -> list:
     """The host of each rank."""
     from rankmap.mapper import metrics
+    machine = _as_machine(machine)
     return [machine.hosts[machine.slot_node[s]] for s in metrics.placement(slot_of_rank, machine)]
 
 
@@ -125,9 +187,13 @@ def write(out, traffic, machine, result, force: bool = False):
     """The mapping directory the launchers read (hostfile, binding.txt, rankfile,
     machinefile, collective-order.txt, report.json, machine.json). Returns its path."""
     from rankmap.mapper import metrics, report, spec, writers
+    traffic, machine = _as_traffic(traffic), _as_machine(machine)
+    if not hasattr(result, "slot_of_rank"):
+        from rankmap.profiler.errors import UserError
+        raise UserError(f"result {result!r:.60}: expected what rankmap.map() returns")
     if machine.spec is None:
         raise ValueError("write() needs a machine made by rankmap.machine() (it records its description)")
-    metrics.placement(result.slot_of_rank, machine, traffic.size)
+    slots = metrics.placement(result.slot_of_rank, machine, traffic.size)     # a list too (a TypeError below)
     rep = {"cost": result.cost, "chosen": result.chosen, "notes": list(result.notes),
-           "metrics": report.compare(traffic.bytes, machine, {"rankmap": result.slot_of_rank}, by_node=True)}
-    return writers.write_mapping(out, result.slot_of_rank, machine, rep, spec.frozen(machine.spec, machine, compact=True), force)
+           "metrics": report.compare(traffic.bytes, machine, {"rankmap": slots}, by_node=True)}
+    return writers.write_mapping(out, slots, machine, rep, spec.frozen(machine.spec, machine, compact=True), force)

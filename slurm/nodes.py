@@ -129,7 +129,18 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
     if topos == ["slurm"] or not topos:
         from_slurm = cluster.node_topologies(hosts)
         if from_slurm is None and topos == ["slurm"]:
-            raise UserError("--node-topology slurm: Slurm does not describe these nodes (scontrol show node)")
+            # why Slurm said nothing: no Slurm here (no scontrol, no configuration) read as if it
+            # did not know the nodes
+            import shutil
+            why = "scontrol is not installed here" if shutil.which("scontrol") is None else None
+            if why is None:
+                try:
+                    cluster.node_info(hosts)
+                except UserError as e:
+                    why = str(e)
+            raise UserError(f"--node-topology slurm: Slurm does not describe these nodes ({why or 'scontrol show node'}"
+                            "); give their internals instead, e.g. --node-topology 'pack:2 core:6' or an lstopo XML "
+                            "file")
         topos = from_slurm or []
     if not topos:
         raise UserError("no node topology: pass --node-topology (e.g. 'pack:2 core:6', an lstopo XML file, "

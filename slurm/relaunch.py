@@ -115,18 +115,11 @@ def map_cpu_list(m: Mapping) -> list[int] | None:
     return cpus
 
 
-def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | None = None, ntasks: int | None = None,
-              preload: list[str] | None = None, force_wrapper: bool = False, mpi: str | None = None,
-              task_env: dict | None = None, check_nodes: bool = True) -> Plan:
-    """task_env: variables for the tasks only (passed with --export, like the preloads).
-    check_nodes: ask sinfo whether the mapping's nodes are up (a dry run prints the line
-    without asking: it may be written where no Slurm answers)."""
-    m = load_mapping(mapping)
-    if not program:
-        raise UserError("give the program after --, e.g. rankmap srun map1/ -- ./app args")
-    if ntasks is not None and ntasks != m.ntasks:
-        raise UserError(f"the mapping in {m.path} is for {m.ntasks} ranks, not {ntasks}")
-    for a in srun_args or []:
+def check_srun_args(srun_args: list[str]) -> None:
+    """srun arguments a mapping's launch cannot take (they would override it). `rankmap run`
+    checks its --srun-arg before pass 1 too: they go to pass 2's srun, which refused them
+    only after the profile run and the mapping."""
+    for a in srun_args:
         if a in ("-N", "--nodes") or a.startswith("--nodes=") or a.startswith("-N"):
             raise UserError("do not pass --nodes with a mapping: the hostfile decides the nodes "
                             "(Slurm >= 23.11 rejects --nodes with an arbitrary distribution)")
@@ -138,6 +131,26 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
                 or (len(name) > 13 and ("--ntasks-per-node".startswith(name)
                                         or "--ntasks-per-socket".startswith(name))):   # -per-core: hyperthreads
             raise UserError(f"{a}: the mapping decides the task count and distribution")
+        # after the mapping's own --cpu-bind=map_cpu:... on the line, srun took the user's
+        # (the last one wins): the ranks ran unbound or bound elsewhere, without a word
+        if name in ("--cpu-bind", "--cpu_bind") or (len(name) >= 7 and ("--cpu-bind".startswith(name)
+                                                                         or "--cpu_bind".startswith(name))):
+            raise UserError(f"{a}: the mapping binds every rank to its core (srun --cpu-bind=map_cpu, or "
+                            "rankmap-bind); a second --cpu-bind would override it")
+
+
+def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | None = None, ntasks: int | None = None,
+              preload: list[str] | None = None, force_wrapper: bool = False, mpi: str | None = None,
+              task_env: dict | None = None, check_nodes: bool = True) -> Plan:
+    """task_env: variables for the tasks only (passed with --export, like the preloads).
+    check_nodes: ask sinfo whether the mapping's nodes are up (a dry run prints the line
+    without asking: it may be written where no Slurm answers)."""
+    m = load_mapping(mapping)
+    if not program:
+        raise UserError("give the program after --, e.g. rankmap srun map1/ -- ./app args")
+    if ntasks is not None and ntasks != m.ntasks:
+        raise UserError(f"the mapping in {m.path} is for {m.ntasks} ranks, not {ntasks}")
+    check_srun_args(srun_args or [])
     uniq = list(dict.fromkeys(m.hosts))
     if cluster.in_allocation():
         want = cluster.allocation_ntasks()
@@ -238,7 +251,10 @@ def collective_env(mapping_dir: Path, preload: list[str]) -> dict:
 _MPIRUN_OWNED = {
     "openmpi": ("np", "n", "c", "hostfile", "machinefile", "default-hostfile", "rankfile", "rf", "host", "H",
                 "map-by", "rank-by", "npernode", "N", "npersocket", "ppr", "bynode", "byslot", "add-host",
-                "add-hostfile"),
+                "add-hostfile",
+                # the rankfile binds each rank to its core: --bind-to none left them unbound,
+                # --cpu-set/--cpu-list restricted them elsewhere, without a word
+                "bind-to", "cpu-set", "cpu-list"),
     "mpich": ("n", "np", "f", "hostfile", "machinefile", "hosts", "host", "ppn", "perhost", "rr", "configfile"),
 }
 

@@ -70,6 +70,7 @@ def run_workflow(app: list[str], ntasks: int | None, nodes: int | None, out: str
         outputs.target_dir(out, "--out", "run", new=True)
     if mopts.get("machine_file"):   # before pass 1: options it would ignore are an error now, not after a run
         machine_file_alone(mopts)
+    relaunch.check_srun_args(srun_args)   # pass 2's srun refuses them: said now, not after pass 1 and the map
     cluster.need("srun")
     inside = cluster.in_allocation()
     if not inside:
@@ -267,6 +268,39 @@ def summary(console: Console, base: Path, record: dict, rep: dict) -> None:
 
 
 SBATCH_HEAD = "# written by `rankmap sbatch`: profile, map onto this allocation, relaunch on the mapping"
+
+
+# what the script's own #SBATCH lines set (sbatch_script), by rankmap sbatch's options: a
+# --sbatch-arg giving it again overrode them in the job (the later #SBATCH line wins), so the
+# allocation had other nodes, another time limit or its output elsewhere than -n/-N/-t/--out
+# said, without a word
+_OWN_SBATCH = {"-n": ("--ntasks", "-n/--ntasks"), "-N": ("--nodes", "-N/--nodes-count"),
+               "-t": ("--time", "-t/--time"), "-o": ("--output", "--out (the job's output goes to DIR/slurm-%j.out)")}
+
+
+def check_sbatch_args(extra_sbatch: list[str], nodes: int | None, time_minutes: int | None) -> None:
+    """Refuse a --sbatch-arg that sets what the script's own #SBATCH lines set (-n and -o
+    always, -N and -t when given). sbatch's getopt takes attached short options (-n8, -N3)
+    and unambiguous prefixes of long ones (--outp=x)."""
+    ours_set = {"-n", "-o"} | ({"-N"} if nodes else set()) | ({"-t"} if time_minutes else set())
+    for a in extra_sbatch:
+        word = (a.split() or [""])[0]
+        name = word.split("=", 1)[0]
+        for short, (long, ours) in _OWN_SBATCH.items():
+            if short not in ours_set:
+                continue
+            if (not name.startswith("--") and name.startswith(short)) or \
+                    name == long or (name.startswith("--") and len(name) >= 5 and long.startswith(name)
+                                     and not any(o.startswith(name) for o in _SBATCH_NEAR[long])):
+                raise UserError(f"--sbatch-arg {a!r}: the script sets {long} itself from rankmap sbatch's "
+                                f"{ours}; give it there (a second #SBATCH line would override it)")
+
+
+# sbatch's long options that share a prefix with those above (--nodes: --nodelist, --nodefile;
+# --time: --time-min; --output: none; --ntasks: --ntasks-per-node...): a prefix of one of them
+# is ambiguous for sbatch (or means that option), not ours
+_SBATCH_NEAR = {"--ntasks": ("--ntasks-per-core", "--ntasks-per-gpu", "--ntasks-per-node", "--ntasks-per-socket"),
+                "--nodes": ("--nodefile", "--nodelist"), "--time": ("--time-min",), "--output": ()}
 
 
 def sbatch_script(app: list[str], ntasks: int, nodes: int | None, out_dir: str, mopts_args: list[str],

@@ -138,10 +138,11 @@ def mpirun_cmd(mapping, dry_run, mpi, extra, preload_collectives, app):
 def sbatch(ntasks, nodes_count, out, script_path, force, submit, time_minutes, sbatch_args, app, **mopts):
     """Write a batch script that profiles APP, maps it onto the job's nodes and relaunches it."""
     from rankmap.profiler import outputs
-    from rankmap.slurm.workflow import SBATCH_HEAD, sbatch_script
+    from rankmap.slurm.workflow import SBATCH_HEAD, check_sbatch_args, sbatch_script
     for a in sbatch_args:
         if "\n" in a or "\r" in a or "\0" in a:
             raise UserError(f"--sbatch-arg {a!r}: a line break would end the #SBATCH line and start a command")
+    check_sbatch_args(list(sbatch_args), nodes_count, time_minutes)
     if out is not None and any(c in str(out) for c in "\n\r\0"):
         # the directory is named on the #SBATCH -o line: the job's script failed in bash (an
         # unterminated quote) once the job started

@@ -39,12 +39,26 @@ def _input_files(mopts: dict) -> list:
     return [x for x in out if x and (x.startswith("@") or exists(x))]
 
 
+def _platform_of(path: str) -> Path | None:
+    """The `rankmap platform` directory a file belongs to (its machine.json, platform.xml...),
+    or None: such a file given where a probe file is read was 'not valid JSON' (platform.xml)
+    or 'not a `rankmap probe` file' (machine.json), not naming the directory to give."""
+    p = Path(path)
+    try:
+        return p.parent if p.is_file() and (p.parent / ".rankmap-platform").exists() else None
+    except OSError:
+        return None
+
+
 def _network_speeds(source: str):
     """--network-speeds: a `rankmap platform` directory's network, or a `rankmap probe` file's."""
     from rankmap.mapper.predict import Network
     if not Path(source).exists():
         raise UserError(f"--network-speeds {source}: no such file or directory (a `rankmap probe` file or a "
                         "`rankmap platform` directory)")
+    if (d := _platform_of(source)) is not None:
+        raise UserError(f"--network-speeds {source}: a file of the platform directory {d}; give the directory "
+                        f"(--network-speeds {d})")
     if Path(source).is_dir():
         from rankmap.slurm.platform import load as load_platform
         try:
@@ -215,9 +229,14 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
     from rankmap.profiler.formats import read_traffic
     from rankmap.slurm.platform import network_for
     from rankmap.mapper.network import KINDS
+    probe_flag = "--probe"
     if mopts.get("network") and mopts["network"].split(":", 1)[0].lower() not in KINDS:
         probe, mopts = mopts["network"], dict(mopts, network=None)   # --network PROBE.json: the speeds, as before
+        probe_flag = "--network"
         _network_as_probe(probe)
+    if probe and (d := _platform_of(probe)) is not None:
+        raise UserError(f"{probe_flag} {probe}: a file of the platform directory {d}, not a `rankmap probe` file; give "
+                        f"the platform with --platform {d}")
     if platform:
         from rankmap.slurm.platform import load as load_platform
         # the platform is the machine and its speeds: another machine or speeds beside it would win silently
