@@ -471,7 +471,14 @@ def _read_ompi(path: Path) -> Traffic:
     files = [f for f in files if f.is_file() and re.fullmatch(re.escape(prefix.name) + r"\.\d+\.prof", f.name)]
     if not files:
         raise UserError(f"{path}: no Open MPI monitoring files {prefix.name}.<rank>.prof")
-    have = {int(f.name[len(prefix.name) + 1:-len(".prof")]) for f in files}
+    by_rank: dict[int, Path] = {}
+    for f in files:
+        # p.7.prof and p.07.prof (a renamed copy) are both rank 7: its sends would count twice
+        other = by_rank.setdefault(int(f.name[len(prefix.name) + 1:-len(".prof")]), f)
+        if other is not f:
+            raise UserError(f"{prefix}.*.prof: {other.name} and {f.name} are both the file of rank "
+                            f"{int(f.name[len(prefix.name) + 1:-len('.prof')])}; remove the copy")
+    have = set(by_rank)
     gap = min(set(range(max(have) + 1)) - have, default=None)
     if gap is not None:          # every rank writes its file at MPI_Finalize: one is missing, its sends with it
         raise UserError(f"{prefix}.*.prof: no file for rank {gap} ({prefix.name}.{gap}.prof) although rank "

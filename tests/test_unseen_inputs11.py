@@ -563,3 +563,13 @@ def test_link_load_plots_of_a_long_torus_are_quick(tmp_path, ring8):
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "m" / "links-rankmap.png").is_file()
     assert time.monotonic() - t0 < 10
+
+
+def test_two_monitoring_files_of_one_rank_are_refused(tmp_path):
+    """p.1.prof and a renamed copy p.01.prof were both read as rank 1: its sends counted twice."""
+    (tmp_path / "p.0.prof").write_text("E\t0\t1\t100 bytes\t1 msgs sent\n")
+    (tmp_path / "p.1.prof").write_text("E\t1\t0\t100 bytes\t1 msgs sent\n")
+    (tmp_path / "p.01.prof").write_text("E\t1\t0\t100 bytes\t1 msgs sent\n")
+    one_error_line(run_cli("convert", tmp_path / "p", tmp_path / "o.csv"), "are both the file of rank 1")
+    (tmp_path / "p.01.prof").unlink()
+    assert run_cli("convert", tmp_path / "p", tmp_path / "o.csv").returncode == 0
