@@ -110,6 +110,12 @@ def test_bad_settings_are_reported_not_fatal(apps):
                                                     "RANKMAP_COLL_ALLREDUCE": "magic"})
     checked(res)
     assert "ignoring RANKMAP_COLL=fast" in res.stderr and "ignoring RANKMAP_COLL_ALLREDUCE=magic" in res.stderr
+    # byte counts: 64k is 64 KiB (atol read 64 bytes, which 8 <= 64 let through), 1e6 and 64q are refused
+    for value, refused in (("64k", False), ("1M", False), ("1e6", True), ("64q", True)):
+        res = run("openmpi", 2, [exe, "1000", "quick"], {"LD_PRELOAD": coll_lib("openmpi"),
+                                                        "RANKMAP_COLL_PACKET": value})
+        checked(res)
+        assert (f"ignoring RANKMAP_COLL_PACKET={value}" in res.stderr) == refused, (value, res.stderr[-500:])
 
 
 def test_order_from_a_mapping(apps, tmp_path):

@@ -11,7 +11,7 @@
  *   RANKMAP_COLL_REDUCE=auto|lib|kchain[:K]|kchain-opt|kchain-adaptive|chain|binomial|rsg
  *   RANKMAP_COLL_BCAST=auto|lib|chain|scatter-allgather
  *   RANKMAP_COLL_TUNING=file      thresholds (`rankmap tune-collectives` writes it)
- *   RANKMAP_COLL_PACKET=bytes     packet of the pipelined ring and chain steps
+ *   RANKMAP_COLL_PACKET=bytes     packet of the pipelined ring and chain steps (64k, 1M: KiB, MiB)
  *   RANKMAP_COLL_SEGMENT=bytes    segment of the chains (default from the chain's length)
  *   RANKMAP_COLL_LOGP=L,o,g,gamma LogP parameters (us, us, us, us per byte) for kchain-opt
  *   RANKMAP_COLL_VERBOSE=1        rank 0 of a communicator prints each new choice
@@ -19,7 +19,9 @@
 #define _GNU_SOURCE
 #include "coll.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +120,32 @@ static void warn(const char *what, const char *val)
     fprintf(stderr, "rankmap-coll: ignoring %s=%s (see docs/collectives.md)\n", what, val);
 }
 
+/* A byte count: digits, optionally k, m or g (KiB, MiB, GiB), nothing after; atol read
+ * "64k" as 64 bytes and "1e6" as 1. Returns 0 and sets *out, or -1. */
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-')
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'I')        /* KiB, MiB written out */
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
 static void read_tuning(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -133,12 +161,13 @@ static void read_tuning(const char *path)
         if (!w0 || w0[0] == '#')
             continue;
         char *w1 = strtok_r(NULL, " \t\n", &save), *w2 = strtok_r(NULL, " \t\n", &save);
-        if (!strcmp(w0, "packet") && w1 && atol(w1) > 0) {
-            cfg.packet_bytes = (size_t)atol(w1);
+        size_t bytes;
+        if (!strcmp(w0, "packet") && w1 && !parse_bytes(w1, &bytes) && bytes > 0) {
+            cfg.packet_bytes = bytes;
             continue;
         }
-        if (!strcmp(w0, "segment") && w1 && atol(w1) > 0) {
-            cfg.segment_bytes = (size_t)atol(w1);
+        if (!strcmp(w0, "segment") && w1 && !parse_bytes(w1, &bytes) && bytes > 0) {
+            cfg.segment_bytes = bytes;
             continue;
         }
         int op = -1;
@@ -190,15 +219,16 @@ static void cfg_init(void)
     }
     if ((s = getenv("RANKMAP_COLL_TUNING")) && *s)
         read_tuning(s);
+    size_t bytes;
     if ((s = getenv("RANKMAP_COLL_PACKET")) && *s) {
-        if (atol(s) >= 8)
-            cfg.packet_bytes = (size_t)atol(s);
+        if (!parse_bytes(s, &bytes) && bytes >= 8)
+            cfg.packet_bytes = bytes;
         else
             warn("RANKMAP_COLL_PACKET", s);
     }
     if ((s = getenv("RANKMAP_COLL_SEGMENT")) && *s) {
-        if (atol(s) >= 8)
-            cfg.segment_bytes = (size_t)atol(s);
+        if (!parse_bytes(s, &bytes) && bytes >= 8)
+            cfg.segment_bytes = bytes;
         else
             warn("RANKMAP_COLL_SEGMENT", s);
     }

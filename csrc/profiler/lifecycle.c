@@ -333,7 +333,21 @@ void rmp_start(void)
     rmp_p.pid = (int)getpid();
     rmp_p.t_start_ns = rmp_now_ns();
     const char *iv = getenv("RANKMAP_PROFILE_FLUSH_SECONDS");
-    double secs = iv && *iv ? atof(iv) : 1.0;
+    double secs = 1.0;
+    if (iv && *iv) {
+        /* a whole value or nothing: atof read "abc" as 0 (snapshots silently off) and "2s" as 2 */
+        char *end = NULL;
+        double v = strtod(iv, &end);
+        while (end && (*end == ' ' || *end == '\t'))
+            end++;
+        if (end == iv || !end || *end || v != v) {
+            if (rmp_g.rank == 0)
+                fprintf(stderr, "rankmap profiler: RANKMAP_PROFILE_FLUSH_SECONDS=%s is not a number of seconds; "
+                        "snapshots every 1 s (0 turns them off)\n", iv);
+        } else {
+            secs = v;
+        }
+    }
     /* 0 (or not a positive number) means no snapshots; anything positive means some: below
      * 1 ns it truncated to 0 (none), past 2^64 ns the cast was undefined */
     rmp_p.snap_interval_ns = !(secs > 0) ? 0 : secs >= 1.8e10 ? (uint64_t)1.8e19 : secs * 1e9 < 1 ? 1 : (uint64_t)(secs * 1e9);
