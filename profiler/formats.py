@@ -70,9 +70,9 @@ def detect(path: Path) -> str:
         raise UserError(f"{path}: {what}: no traffic in it")
     head = text[:4096]
     first = _first_row(head)
-    if "," in first and _dense_csv(path, text, first):
+    if "," in first and _dense_matrix(path, text, first, ","):
         return "treematch"
-    if "," not in first and suffix == ".csv" and _dense_blank(path, text, first):
+    if "," not in first and suffix == ".csv" and _dense_matrix(path, text, first, None):
         return "treematch"
     # a banner or '%' comment says what the file is whatever its name: `convert --to mtx t.csv`
     # (or metis) wrote a file its own reader then took for CSV ("got 5 field(s)")
@@ -92,37 +92,24 @@ def detect(path: Path) -> str:
     return "treematch" if _whole_matrix(text) is not None or _number_rows(text) else "amfch"
 
 
-def _dense_csv(path: Path, text: str, first: str) -> bool:
-    """A whole square matrix written with commas (numpy.savetxt, spreadsheets), no header:
-    read as a dense matrix. 3 x 3 and 4 x 4 ones are also valid src,dst,bytes[,count]
-    rows (a 3 x 3 matrix was read as three pairs, 4 ranks): those are refused as ambiguous."""
-    k, lines = len(first.split(",")), text.count("\n") + 1
+def _dense_matrix(path: Path, text: str, first: str, sep: str | None) -> bool:
+    """A whole square matrix without a header, read as a dense matrix: written with commas
+    (sep ",": numpy.savetxt, spreadsheets), or blank- or tab-separated in a file named .csv
+    (sep None: docs/formats.md reads blank-separated rows without the header as a matrix; a
+    .csv was taken for pairs whatever its shape, a 3 x 3 matrix read as three pairs of 2 ranks
+    without a word). 3 x 3 and 4 x 4 ones are also valid src,dst,bytes[,count] rows: those
+    are refused as ambiguous."""
+    k, lines = len(first.split(sep)), text.count("\n") + 1
     if not k - 1 <= lines <= 4 * k + 100:         # cheap: a long list of pairs is no k x k matrix
         return False
     try:
-        float(first.split(",")[0])
+        float(first.split(sep)[0])
     except ValueError:
         return False            # a header
     if _whole_matrix(text) is None:
         return False
     if k in (3, 4):
-        row = "src,dst,bytes" + (",messages" if k == 4 else "")
-        raise UserError(f"{path}: {k} rows of {k} numbers and no header: a {k} x {k} matrix, or {k} rows {row}? "
-                        f"Add the header line {row} (or pass --format csv), or pass --format treematch for a matrix")
-    return True
-
-
-def _dense_blank(path: Path, text: str, first: str) -> bool:
-    """A whole square matrix of blank- or tab-separated numbers named .csv, no header: a matrix,
-    as docs/formats.md says of blank-separated rows without the header (a .csv was taken for
-    pairs whatever its shape: a 3 x 3 matrix read as three pairs of 2 ranks without a word, a
-    5 x 5 one refused as 'got 5 field(s)'). 3 x 3 and 4 x 4 are also valid pairs: refused as
-    ambiguous, as their comma-separated form."""
-    k, lines = len(first.split()), text.count("\n") + 1
-    if not k - 1 <= lines <= 4 * k + 100 or _whole_matrix(text) is None:
-        return False
-    if k in (3, 4):
-        row = "src dst bytes" + (" messages" if k == 4 else "")
+        row = (sep or " ").join(["src", "dst", "bytes"] + (["messages"] if k == 4 else []))
         raise UserError(f"{path}: {k} rows of {k} numbers and no header: a {k} x {k} matrix, or {k} rows {row}? "
                         f"Add the header line {row} (or pass --format csv), or pass --format treematch for a matrix")
     return True
