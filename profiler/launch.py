@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -60,6 +61,17 @@ def launcher_kind(argv0: str) -> str:
 
 def program_mpi(argv: list[str]) -> str | None:
     """MPI implementation the program is linked against (from its ELF DT_NEEDED), if found."""
+    found = _linked_mpi(argv)
+    return found[0] if found else None
+
+
+# sonames that say which MPI without doubt: MPICH's own library, and Open MPI's since 3.0
+# (libmpi.so.12 is MPICH's ABI, and also old Open MPI 1.10's: not certain)
+CERTAIN_SONAMES = {"libmpich.so": "mpich", "libmpi.so.40": "openmpi"}
+
+
+def _linked_mpi(argv: list[str]) -> tuple[str, str | None] | None:
+    """(implementation, the soname when it says so without doubt) of the program's MPI."""
     for tok in argv[1:]:
         if tok.startswith("-"):
             continue
@@ -73,10 +85,17 @@ def program_mpi(argv: list[str]) -> str | None:
             out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=False).stdout
         except OSError:
             continue
-        if "libmpich" in out:
-            return "mpich"
+        names = re.findall(r"Shared library: \[([^\]]+)\]", out)
+        for so in names:
+            for prefix, impl in CERTAIN_SONAMES.items():
+                if so.startswith(prefix):
+                    return impl, so
+        if any("libmpich" in so for so in names) or "libmpich" in out:
+            return "mpich", None
+        if any(so.startswith("libmpi.so.12") for so in names):
+            return "mpich", None              # MPICH's ABI (Intel MPI, MPICH's libmpi alias)
         if "libmpi.so" in out:
-            return "openmpi"
+            return "openmpi", None
     return None
 
 
@@ -157,11 +176,17 @@ def run_profile(command: list[str], out: str | None = None, launcher: str | None
     kind = launcher or launcher_kind(command[0])
     if kind not in LAUNCHERS:
         raise UserError(f"unknown launcher kind {kind!r}; choose one of {', '.join(LAUNCHERS)}")
-    linked = program_mpi(command)
+    found = _linked_mpi(command)
+    linked = found[0] if found else None
+    names = {"openmpi": "Open MPI", "mpich": "MPICH"}
+    if mpi is not None and found and found[1] and mpi != linked:
+        # the other MPI's profiler in the process: two MPI libraries, each rank died of SIGSEGV
+        # and the run said only "no rank wrote profile data"
+        raise UserError(f"--mpi {mpi}: the program is linked with {names[linked]} ({found[1]}); its ranks would "
+                        f"load {names[mpi]}'s profiler beside it and crash. Leave --mpi out, or give --mpi {linked}")
     if mpi is None and kind in ("openmpi", "mpich") and linked and linked != kind:
         # each process would load two MPI libraries (the profiler's and the program's) and die,
         # or run as one-rank jobs: say which does not match
-        names = {"openmpi": "Open MPI", "mpich": "MPICH"}
         raise UserError(f"the program is linked with {names[linked]} but {command[0]} is {names[kind]}'s launcher; "
                         f"start it with {names[linked]}'s (e.g. {'mpirun.openmpi' if linked == 'openmpi' else 'mpirun.mpich'})")
     impl = mpi or (kind if kind in ("openmpi", "mpich") else None) or linked or native.default_mpi()

@@ -573,3 +573,14 @@ def test_two_monitoring_files_of_one_rank_are_refused(tmp_path):
     one_error_line(run_cli("convert", tmp_path / "p", tmp_path / "o.csv"), "are both the file of rank 1")
     (tmp_path / "p.01.prof").unlink()
     assert run_cli("convert", tmp_path / "p", tmp_path / "o.csv").returncode == 0
+
+
+def test_mpi_override_against_the_program_s_own_library_is_refused(apps, tmp_path):
+    """`profile --mpi mpich` of an Open MPI program (libmpi.so.40): every rank loaded MPICH's
+    profiler beside Open MPI and died of SIGSEGV; the run said only 'no rank wrote profile data'."""
+    from conftest import app, launcher
+    cmd = launcher("openmpi", 2) + [str(app(apps, "traffic", "openmpi")), "ring"]
+    one_error_line(run_cli("profile", "--mpi", "mpich", "--out", tmp_path / "r", "--", *cmd),
+                   "the program is linked with Open MPI (libmpi.so.40)")
+    assert not (tmp_path / "r").exists()
+    assert run_cli("profile", "--mpi", "openmpi", "--out", tmp_path / "r2", "--", *cmd).returncode == 0
