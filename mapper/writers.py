@@ -289,7 +289,12 @@ def read_mapping(path: str | Path, machine: Machine, n: int | None = None) -> np
     for r, host in enumerate(pl.hosts):
         where, hk = pl.lines[r] if pl.lines else (pl.source, None)
         if host not in index:
-            raise UserError(f"{where}: rank {r}: host {host} is not in the node list")
+            # which list: the machine's (--nodes, a platform's hosts, the allocation's), named
+            listed = hostnames.compress(machine.hosts)
+            listed = listed if len(listed) <= 80 else listed[:77] + "..."
+            raise UserError(f"{where}: rank {r}: host {host} is not in the node list ({listed}"
+                            f"{'; ' + machine.hosts_from if machine.hosts_from else ''}): "
+                            "the mapping was made for other nodes")
         node = index[host]
         core = pl.cores[r][0] if pl.cores is not None else None
         cands = [s for s in free[node] if core is None or machine.slot_core[s] == core]
