@@ -167,7 +167,14 @@ def _tree_paths(recs: list[dict], where: str) -> tuple[dict, str]:
         # (the hop tables are 8-bit: past 127 levels two nodes under one leaf read 514 links apart)
         raise UserError(f"{where}: {levels} levels of switches above a node; rankmap reads at most {MAX_LEVELS}")
     leaves = sum(1 for s in sw.values() if not s["children"])
-    return paths, f"{len(sw)} switch(es) on {levels} level(s), {leaves} leaf switch(es)"
+    what = f"{len(sw)} switch(es) on {levels} level(s), {leaves} leaf switch(es)"
+    tops = sorted(n for n in sw if n not in parent)
+    if len(tops) > 1:
+        # Slurm warns "no switch can reach all nodes" and schedules no job across the trees
+        shown = ", ".join(tops[:4]) + (", ..." if len(tops) > 4 else "")
+        what += (f"; {len(tops)} separate trees (no switch above {shown}: Slurm runs no job across them), "
+                 "mapped as if one switch joined them")
+    return paths, what
 
 
 def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:

@@ -584,3 +584,14 @@ def test_mpi_override_against_the_program_s_own_library_is_refused(apps, tmp_pat
                    "the program is linked with Open MPI (libmpi.so.40)")
     assert not (tmp_path / "r").exists()
     assert run_cli("profile", "--mpi", "openmpi", "--out", tmp_path / "r2", "--", *cmd).returncode == 0
+
+
+def test_topology_conf_of_separate_trees_is_said(tmp_path):
+    """Leaf switches with no switch above them all (Slurm: 'no switch can reach all nodes') were
+    mapped as if one joined them, without a word; the machine's description now says so."""
+    (tmp_path / "two.conf").write_text("SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n[3-4]\n")
+    (tmp_path / "r.csv").write_text("src,dst,bytes\n0,1,10\n1,2,10\n2,3,10\n3,0,10\n")
+    res = run_cli("map", tmp_path / "r.csv", "--nodes", "n[1-4]", "--node-topology", "pack:1 core:1",
+                  "--network", f"slurm:{tmp_path / 'two.conf'}", "--out", tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    assert "2 separate trees (no switch above s1, s2" in " ".join(res.stdout.split())
