@@ -477,10 +477,14 @@ def network_start(graph: Graph, machine: Machine, seed: int, time_cap: float = 1
     caps = [len(p) for p in per]
     # nodes of unequal size: no Mt-KaHyPar from scratch, 0.3-0.7 s of a 1k-rank mapping into 48
     # nodes for the same final costs (tune families on such nodes behind switches: geometric
-    # mean 1.0000, 2 of 30 within 0.1 %); the parts rarely fit other nodes than their own
+    # mean 1.0000, 2 of 30 within 0.1 %); the parts rarely fit other nodes than their own.
+    # Off a torus (switch trees, dragonflies) neither, whatever the nodes: on the 1k tune
+    # instances on switch4 and hetero3 (22) they changed no mapping for 7.6 % of the CPU (held
+    # out: 17 on switch4, 10 %); on tori they do (mesh and AMR 1.6-2.8 % dearer without them)
     units = units_of_work(n, machine)
+    full = len(set(caps)) == 1 and isinstance(machine.network, Torus)
     part = split(sub, caps, seed, n + graph.W.nnz, units=units, skewed=degree_skewed(graph),
-                 keep=None if len(set(caps)) == 1 else ("vcycles",))
+                 keep=None if full else ("vcycles",))
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
     Q.setdiag(0)
     Q.eliminate_zeros()
