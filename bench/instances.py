@@ -26,6 +26,11 @@ Traffic families (W symmetric, bytes both directions, zero diagonal; P = the mac
   fresh      held out only, run only when named (--families fresh; with the 1k sizes): 48
              fixed instances of 512-2,048 ranks, each with its own machine
              (bench/fresh_instances.py), whose traffic and machine shapes no other family generates.
+  fresh2     held out only, run only when named (--families fresh2; with the 1k sizes): 42
+             fixed instances of 512-2,048 ranks built apart from fresh (bench/fresh2_instances.py):
+             other traffic (cubed sphere, multigrid, coupler, BFS, Delaunay domains, pipelines,
+             ties, idle ranks, prime counts) and machines (other level costs, GPU nodes, uneven
+             switch paths, odd tori, mixed nodes without switches).
 
 Machine shapes (nodes chosen so that the slots are about the size asked; P = slots):
 
@@ -68,11 +73,11 @@ APPS = Path(__file__).resolve().parent / "data" / "apps"
 from rankmap.mapper import machine as _machine  # noqa: E402
 
 FAMILIES = ("stencil7", "stencil27", "mesh", "amr", "a2a", "mix", "social", "apps64", "apps", "networks", "patterns",
-            "fresh")
+            "fresh", "fresh2")
 SYNTHETIC = ("stencil7", "stencil27", "mesh", "amr", "a2a", "mix", "social")
-HOLDOUT_ONLY_FAMILIES = ("mix", "networks", "fresh")
+HOLDOUT_ONLY_FAMILIES = ("mix", "networks", "fresh", "fresh2")
 # run only when named, so that the runs documented before it came keep their instances
-NAMED_ONLY_FAMILIES = ("fresh",)
+NAMED_ONLY_FAMILIES = ("fresh", "fresh2")
 DEFAULT_FAMILIES = tuple(f for f in FAMILIES if f not in NAMED_ONLY_FAMILIES)
 # real graphs of skewed degrees (collaboration and trust networks, bench/data/graphs) as the
 # traffic of one rank per vertex: held out from the rule for skewed degrees, which was set on
@@ -787,6 +792,10 @@ class Instance:
             import fresh_instances
             W, self.traffic_note, kw, self.machine_note = fresh_instances.build(self.shape_file)
             return W, _machine.build(**kw)
+        if self.family == "fresh2":
+            import fresh2_instances
+            W, self.traffic_note, kw, self.machine_note = fresh2_instances.build(self.shape_file)
+            return W, _machine.build(**kw)
         m, self.machine_note = build_machine(self.shape, SIZES[self.size])
         W, self.traffic_note = GENERATORS[self.family](m.nslots, self.seed)
         return W, m
@@ -875,6 +884,12 @@ def instances(families=None, sizes=("1k",), which: str = "tune", seeds=None, sha
                     import fresh_instances
                     out += [Instance(f"fresh/{nm}", "fresh", "1k", "fresh", 0, st, shape_file=nm)
                             for nm in fresh_instances.NAMES]
+                continue
+            if fam == "fresh2":                                  # fixed instances of 512-2,048 ranks
+                if st == "holdout" and "1k" in sizes:
+                    import fresh2_instances
+                    out += [Instance(f"fresh2/{nm}", "fresh2", "1k", "fresh2", 0, st, shape_file=nm)
+                            for nm in fresh2_instances.NAMES]
                 continue
             if fam in HOLDOUT_ONLY_FAMILIES and st == "tune":
                 continue
