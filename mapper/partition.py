@@ -129,18 +129,18 @@ KAHIP_SECONDS_PER_UNIT = 0.3e-6
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
           verdict: dict | None = None, units: bool = False, keep: tuple | None = None,
           deadline: float | None = None, skewed: bool = False, tree_split: bool = False,
-          batched: bool = False) -> np.ndarray:
+          batched: bool = False, hubs: bool = False) -> np.ndarray:
     """The ranks of `sub` into len(caps) parts of at most caps[b] ranks: the lowest cut of
     split_candidates."""
     return split_candidates(sub, caps, seed, graph_work, only_part=True, verdict=verdict, units=units,
                             keep=keep, deadline=deadline, skewed=skewed, tree_split=tree_split,
-                            batched=batched)[0][1]
+                            batched=batched, hubs=hubs)[0][1]
 
 
 def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
                      only_part: bool = False, verdict: dict | None = None, units: bool = False,
                      keep: tuple | None = None, deadline: float | None = None, skewed: bool = False, tree_split: bool = False,
-                     batched: bool = False) -> list:
+                     batched: bool = False, hubs: bool = False) -> list:
     """(cut, part) of every split the partitioners the split's size affords give
     (backends.plan: METIS, KaHIP or Mt-KaHyPar, then Mt-KaHyPar's V-cycles from each),
     repaired to the capacities; lowest cut first, duplicates removed. only_part: a single
@@ -157,7 +157,9 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     tree_split: a split of hierarchical's machine tree (the root's gets Mt-KaHyPar from
     scratch on small graphs: backends.ROOT_MTKAHYPAR_MAX_WORK). batched: hierarchical batches
     the graph's small splits (BATCHED_SPLITS_ABOVE); a split METIS alone cuts is then its
-    recursive bisection only where its parts are small (BATCHED_RB_PART)."""
+    recursive bisection only where its parts are small (BATCHED_RB_PART). hubs: the graph is
+    hubs and their spokes (hub_dominated): Mt-KaHyPar from scratch wherever KaHIP would run,
+    whatever METIS's cut says of the structure."""
     graph_work = sub.n + sub.nnz if graph_work is None else graph_work
     k = len(caps)
     if sub.n <= k or sub.nnz == 0:
@@ -167,7 +169,8 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         part = in_order(sub.n, caps) if sub.n > k else \
             np.searchsorted(np.cumsum(caps), np.arange(sub.n), side="right").astype(np.int64)
         return [(math.nan if only_part else sub.cut(part), part)]
-    how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units, skewed) if keep is None or h in keep + ("metis",)]
+    how = [h for h in backends.plan(sub.n, sub.nnz, caps, graph_work, units, skewed or hubs)
+           if keep is None or h in keep + ("metis",)]
     # METIS alone into parts of at most BATCHED_RB_PART: its recursive bisection only, on batched
     # graphs and on big graphs of skewed degrees (not batched: their splits come one at a time
     # here). social/100k/switch4's 391 splits of a leaf switch into 16 nodes: k-way took 7 ms
@@ -193,9 +196,9 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         return [(cut if not only_part else math.nan, part)]
     mt = None
     verdict = {} if verdict is None else verdict
-    if how != ["metis"] and verdict.get("structured") is False:
+    if how != ["metis"] and verdict.get("structured") is False and not hubs:
         how = ["metis"]
-    if how != ["metis"]:
+    if how != ["metis"] and not hubs:      # (METIS's cut of stars says nothing of their structure)
         cands = [repair(sub, p, caps) for p in cands]     # (repaired once: repair leaves a fitting split as it is)
         found = _shows_structure(min(sub.cut(p) for p in cands), sub, k, structured)
         verdict.setdefault("structured", found)
@@ -331,32 +334,39 @@ def degree_skewed(graph: Graph) -> bool:
         # all: CV up to 5.7 at 2,048 ranks, 0.2 without them), the networks a heavy tail
         deg = deg[: len(deg) - max(1, len(deg) // 100)]
         got = len(deg) > 1 and float(deg.std()) > backends.SKEWED_DEGREE_CV * max(float(deg.mean()), 1e-12) \
-            and not _hub_dominated(graph)
+            and not hub_dominated(graph)
         graph.__dict__["_skewed"] = got
     return got
 
 
 # Hubs and their spokes, not a social network: the HUB_SHARE of ranks of the highest degrees
 # are on at least HUB_BYTES of the bytes (masters and their workers; social traffic 0.41-0.48,
-# the fresh families' 5 % hub ranks 0.29-0.44). Such a graph is not `skewed`: METIS's
-# matching contracts one spoke of a star per level, and on 16 masters of 71 round-robin
-# workers each its 4-way split cut 3.1 x what Mt-KaHyPar's (the root's, for graphs not
-# skewed) does; the mapping as skewed cost 1.18 x (fresh2/mw-16-rr-1152/mixsw, 1.053 x
-# Mt-KaHyPar's Steiner-tree mapping, now 0.89 x)
+# the fresh families' 5 % hub ranks 0.29-0.44). Such a graph is not `skewed`, and its splits
+# get Mt-KaHyPar wherever KaHIP would run, whatever METIS's cut says (split_candidates'
+# hubs): METIS's matching contracts one spoke of a star per level, KaHIP's and Scotch's
+# coarsening did no better, and METIS's cut reads as no structure. 16 masters of 71
+# round-robin workers each: METIS's 4-way split cut 3.1 x Mt-KaHyPar's, the mapping 1.18 x
+# (fresh2/mw-16-rr-1152/mixsw, 1.053 x Mt-KaHyPar's Steiner-tree mapping, now 0.89 x);
+# 64 masters of 10,240 ranks on a switch tree: 1.26 x putting each master's workers
+# together in block order (KaHIP eco 1.25 x, Scotch 1.48 x, Mt-KaHyPar's multisection 0.93 x)
 HUB_SHARE = 0.02
 HUB_BYTES = 0.8
 
 
-def _hub_dominated(graph: Graph) -> bool:
-    W = graph.W.tocsr()
-    n = W.shape[0]
-    deg = np.diff(W.indptr)
-    hub = np.zeros(n, dtype=bool)
-    hub[np.argsort(-deg, kind="stable")[: max(1, int(HUB_SHARE * n))]] = True
-    row = np.repeat(np.arange(n), deg)
-    touch = hub[row] | hub[W.indices]
-    total = float(W.data.sum())
-    return total > 0 and float(W.data[touch].sum()) >= HUB_BYTES * total
+def hub_dominated(graph: Graph) -> bool:
+    got = graph.__dict__.get("_hubs")
+    if got is None:
+        W = graph.W.tocsr()
+        n = W.shape[0]
+        deg = np.diff(W.indptr)
+        k = max(1, int(HUB_SHARE * n))
+        hub = np.zeros(n, dtype=bool)
+        hub[np.argpartition(-deg, k - 1)[:k] if k < n else np.arange(n)] = True
+        touch = hub[np.repeat(np.arange(n), deg)] | hub[W.indices]
+        total = float(W.data.sum())
+        got = total > 0 and float(W.data[touch].sum()) >= HUB_BYTES * total
+        graph.__dict__["_hubs"] = got
+    return got
 
 
 def units_of_work(n: int, machine: Machine) -> bool:
@@ -401,6 +411,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
     csr = _int64_csr(graph.W)
     units = units_of_work(graph.n, machine)
     skewed = degree_skewed(graph)
+    hubs = hub_dominated(graph)
     mark = np.full(machine.nnodes, -1, dtype=np.int64)
     verdict: dict = {}
     # not on skewed degrees: social/100k/tree3 cost 2.6 % more with the C splits (the local
@@ -456,7 +467,7 @@ def hierarchical(graph: Graph, machine: Machine, root: TreeNode, seed: int, fill
                 if deadline is not None and time.monotonic() > deadline:
                     keep = LIGHT_BELOW
                 part = split(sub, tl, seed + 7919 * depth, graph.n + graph.W.nnz, verdict, units, keep, deadline,
-                             skewed, tree_split=True, batched=batched)
+                             skewed, tree_split=True, batched=batched, hubs=hubs)
             kids = _orient(sub, node, part, [node.children[i] for i in live], tl, where, machine, mark)
             for j, child in enumerate(kids):
                 members = rk[part == j]
@@ -507,7 +518,7 @@ def network_start(graph: Graph, machine: Machine, seed: int, time_cap: float = 1
     # out: 17 on switch4, 10 %); on tori they do (mesh and AMR 1.6-2.8 % dearer without them)
     units = units_of_work(n, machine)
     full = len(set(caps)) == 1 and isinstance(machine.network, Torus)
-    part = split(sub, caps, seed, n + graph.W.nnz, units=units, skewed=degree_skewed(graph),
+    part = split(sub, caps, seed, n + graph.W.nnz, units=units, skewed=degree_skewed(graph), hubs=hub_dominated(graph),
                  keep=None if full else ("vcycles",))
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
     Q.setdiag(0)
