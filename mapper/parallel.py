@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from rankmap.mapper import baselines
 from rankmap.mapper.graph import Graph, from_traffic
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.solve import MIN_GAIN, Result, check_fits
+from rankmap.mapper.solve import MIN_GAIN, Result, check_fits, fell_back_note
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.traffic import Traffic
 
@@ -205,8 +205,7 @@ def map_parallel(traffic: Traffic, machine: Machine, run: Callable[[Path, Path, 
     chosen, fell_back = "ptscotch" + ("+refine" if "ptscotch+parts+refine" in candidates else ""), False
     dname = min(default_costs, key=default_costs.get)
     if default_costs[dname] <= cost * (1 + MIN_GAIN):
-        notes.append(f"the {dname} order is within {MIN_GAIN:.0%} of the parallel mapping's cost "
-                     f"({default_costs[dname]:.6g} vs {cost:.6g}); it is returned unchanged")
+        notes.append(fell_back_note(dname, default_costs[dname], cost, "parallel mapping"))
         chosen, cost, slot, fell_back = dname, default_costs[dname], defaults[dname].copy(), True
     solve_mod._validate(slot, n, machine)
     timing["total_s"] = time.monotonic() - t0
