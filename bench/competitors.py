@@ -158,10 +158,16 @@ def versions() -> dict:
     return out
 
 
+# what each benchmark reads of a recorded row and of each mapper's entry in it (a recording
+# of another version of the benchmark ended the run in a KeyError traceback)
+RECORDED = {"records": (("instance", "mappers"), ("status", "cost", "seconds", "why")),
+            "rows": (("graph", "hierarchy", "mappers"), ("status", "J", "seconds", "why"))}
+
+
 def recording(path: str, rows: str) -> dict:
     """An earlier --json run of a benchmark (--competitors-from), checked: readable JSON with
-    its list of `rows`, recorded with the competitors' versions installed now (one line
-    and exit otherwise)."""
+    its list of `rows`, recorded with the competitors' versions installed now, each row and
+    each mapper's entry with the fields the benchmark reads (one line and exit otherwise)."""
     try:
         old = json.loads(Path(path).read_text())
     except OSError as e:
@@ -174,7 +180,45 @@ def recording(path: str, rows: str) -> dict:
     if old.get("versions") != versions():
         sys.exit(f"--competitors-from {path}: recorded with {old.get('versions')}, installed {versions()}: "
                  "run the competitors again")
+    row_keys, entry_keys = RECORDED[rows]
+    for i, r in enumerate(old[rows]):
+        missing = [k for k in row_keys if not isinstance(r, dict) or k not in r]
+        if not missing and not isinstance(r["mappers"], dict):
+            missing = ["mappers (a dict)"]
+        for name, e in ({} if missing else r["mappers"]).items():
+            # the cost (J) only where the mapper succeeded: a timeout has none
+            missing += [f"{k} of {name}" for k in entry_keys if not isinstance(e, dict) or
+                        (k not in e and (k not in ("cost", "J") or e.get("status") == "ok"))]
+        if missing:
+            sys.exit(f"--competitors-from {path}: its {rows} entry {i + 1} has no {', '.join(missing[:3])} (a file "
+                     "of another version of this benchmark?); give a file written by its --json, or run the "
+                     "competitors again")
     return old
+
+
+def output_problem(files: list) -> str | None:
+    """What is wrong with a benchmark's output files [(option, path or None)] (None: nothing),
+    checked before anything runs: a
+    path in a missing directory ended the run in a traceback when it was written, after the
+    first instance (--json) or the whole run (--csv, --markdown), the results lost; two
+    options naming one file kept only the last one written."""
+    seen = {}
+    for opt, path in files:
+        if not path:
+            continue
+        p = Path(path)
+        where = p.parent
+        if p.is_dir():
+            return f"{opt} {path}: a directory; name the file to write"
+        if not where.is_dir():
+            return f"{opt} {path}: {where} is no directory; create it first or name a file elsewhere"
+        if not os.access(where, os.W_OK):
+            return f"{opt} {path}: cannot write in {where} (read-only or not yours); name a file elsewhere"
+        key = os.path.realpath(p)
+        if key in seen:
+            return f"{opt} {path}: also given to {seen[key]}; each output needs its own file"
+        seen[key] = opt
+    return None
 
 
 # ----------------------------------------------------------------------------- scoring

@@ -434,8 +434,30 @@ def select(args):
     which, seeds = args.which, args.seeds
     if args.full:
         sizes, which, seeds = tuple(I.SIZES), "all", "all"
-    seeds = None if seeds == "all" else "first" if seeds == "first" else [int(x) for x in seeds.split(",")]
+    # a size, shape or seed of no instance was dropped without a word: `--sizes 2k` ran the
+    # families that have no size, `--shapes tree` the ones that have no shape
+    bad = [x for x in sizes if x not in I.SIZES]
+    if bad:
+        sys.exit(f"--sizes: unknown size {bad[0]!r}; choose from {', '.join(I.SIZES)}")
     shapes = args.shapes.split(",") if args.shapes else None
+    bad = [x for x in shapes or () if x not in I.SHAPES]
+    if bad:
+        sys.exit(f"--shapes: unknown shape {bad[0]!r}; choose from {', '.join(I.SHAPES)}")
+    if seeds not in ("all", "first"):
+        own = {"tune": I.TUNE_SEEDS, "holdout": I.HOLDOUT_SEEDS, "all": I.TUNE_SEEDS + I.HOLDOUT_SEEDS}[which]
+        try:
+            seeds = [int(x) for x in seeds.split(",")]
+        except ValueError:
+            sys.exit(f"--seeds {args.seeds!r}: first, all or a comma list of whole numbers")
+        bad = [x for x in seeds if x not in own]
+        if bad:
+            sys.exit(f"--seeds: {bad[0]} is no seed of the {which} set (its seeds: {', '.join(map(str, own))})")
+    seeds = None if seeds == "all" else seeds
+    for opt, v in (("--timeout", args.timeout), ("--budget", args.budget), ("--max-n", args.max_n),
+                   ("--rankmap-time-limit", args.rankmap_time_limit)):
+        # --timeout -1 killed every mapper at once: a run of rows saying "no answer within -1 s"
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            sys.exit(f"{opt} {v:g}: must be a positive number")
     insts = I.instances(fams, sizes, which, seeds, shapes)
     if args.only:
         try:
@@ -468,6 +490,9 @@ def main(argv=None):
             print(f"{i.set:8} {i.name}")
         print(f"{len(insts)} instance(s)")
         return 0
+    why = C.output_problem([("--json", args.json), ("--csv", args.csv), ("--markdown", args.markdown)])
+    if why:
+        sys.exit(why)
     avail = C.available()
     print("competitors:", ", ".join(f"{n}" + (f" (n/a: {avail[n]})" if avail[n] else "") for n in names))
     print("versions:", ", ".join(f"{k} {v}" for k, v in C.versions().items()),

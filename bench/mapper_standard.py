@@ -153,14 +153,32 @@ def graph_path(name: str) -> Path:
         for ext in (".graph", ".graph.gz"):
             if (d / f"{name}{ext}").exists():
                 return d / f"{name}{ext}"
-    raise FileNotFoundError(name)
+    sys.exit(f"--graphs: {name!r} is neither a METIS file nor a graph of the benchmark "
+             f"({', '.join(TUNE_GRAPHS + HOLDOUT_GRAPHS)})")
+
+
+def hierarchy(text: str) -> tuple:
+    """a1:a2:r of --hier, three positive whole numbers (a traceback before)."""
+    try:
+        h = tuple(int(x) for x in text.split(":"))
+    except ValueError:
+        h = ()
+    if len(h) != 3 or min(h) < 1:
+        sys.exit(f"--hier {text!r}: expected a1:a2:r, three positive whole numbers (cores per socket : sockets per "
+                 "node : nodes), e.g. 4:8:2")
+    return h
 
 
 def load_graph(name: str) -> sp.csr_matrix:
     """A graph of the benchmark by name: a file, or generated (bench/data/graphs/generate.py)."""
     if G.is_generated(name):
         return G.generate(name)
-    return read_metis(graph_path(name))
+    path = graph_path(name)
+    try:
+        return read_metis(path)
+    except (ValueError, IndexError, UnicodeDecodeError, OSError, EOFError) as e:
+        # a CSV or a truncated file ended the run in a ValueError from int() or numpy
+        sys.exit(f"--graphs {path}: not a METIS graph ({e}); the first line is 'vertices edges [fmt [ncon]]'")
 
 
 def recorded_runs(paths: str | None) -> dict:
@@ -195,13 +213,26 @@ def main(argv=None):
     args = ap.parse_args(argv)
     graphs = list(TUNE_GRAPHS if args.which == "tune" else HOLDOUT_GRAPHS if args.which == "holdout"
                   else TUNE_GRAPHS + HOLDOUT_GRAPHS)
-    hiers = [tuple(int(x) for x in h.split(":")) for h in args.hier.split(",")]
+    hiers = [hierarchy(h) for h in args.hier.split(",")]
     if args.full:
         hiers = [(4, a2, r) for a2 in (8, 16) for r in (1, 2, 4, 8, 16)]
     if args.graphs:
         graphs = args.graphs.split(",")
+    for g in graphs:        # all of them before the first runs (a missing one ended the run after the others)
+        if not G.is_generated(g):
+            graph_path(g)
     names = list(C.NAMES) if args.competitors == "all" else [] if args.competitors == "none" \
         else args.competitors.split(",")
+    bad = [x for x in names if x not in C.NAMES]
+    if bad:     # a row of "error" per graph and hierarchy before
+        sys.exit(f"--competitors: unknown competitor {bad[0]!r}; choose from all, none, {', '.join(C.NAMES)}")
+    if not (0 <= args.eps < 1):
+        sys.exit(f"--eps {args.eps:g}: the imbalance is a fraction in [0, 1), e.g. 0.03")
+    if not (args.timeout > 0 and math.isfinite(args.timeout)):
+        sys.exit(f"--timeout {args.timeout:g}: must be a positive number of seconds")
+    why = C.output_problem([("--json", args.json), ("--csv", args.csv), ("--markdown", args.markdown)])
+    if why:
+        sys.exit(why)
     rec_best = recorded_best()
     reuse = recorded_runs(args.competitors_from)
     print("versions:", ", ".join(f"{k} {v}" for k, v in C.versions().items()),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -80,7 +81,7 @@ def _targets(cases: list) -> dict:
 
 def cmd_build(args) -> int:
     src = _sources_dir(args)
-    cases = C.select(C.QUICK if _set(args) == "quick" else C.GRAPHS + C.TRACES, args.only)
+    cases = _cases(C.QUICK if _set(args) == "quick" else C.GRAPHS + C.TRACES, args)
     for app, targets in sorted(_targets(cases).items()):
         if args.apps and app not in args.apps.split(","):
             continue
@@ -92,7 +93,7 @@ def cmd_build(args) -> int:
 
 def cmd_graphs(args) -> int:
     from real_apps import graphs
-    cases = C.select(C.GRAPHS, args.only)
+    cases = _cases(C.GRAPHS, args)
     if args.list:
         for c in cases:
             print(f"{c.name:28} {c.ranks:5}  {c.what}")
@@ -102,7 +103,7 @@ def cmd_graphs(args) -> int:
 
 def cmd_trace(args) -> int:
     from real_apps import capture
-    cases = C.select(C.SETS[_set(args)], args.only)
+    cases = _cases(C.SETS[_set(args)], args)
     if args.list:
         for c in cases:
             print(f"{c.name:28} {c.ranks:5}  {c.what}")
@@ -126,14 +127,54 @@ def _machines_scales(args):
     bad = [m for m in machines if m not in R.MACHINES]
     if bad:
         raise UserError(f"unknown machine {bad[0]!r}; choose among {', '.join(R.MACHINES)}")
-    scales = [float(x) for x in args.scales.split(",")] if args.scales else list(R.SCALES)
+    scales = [_scale(x) for x in args.scales.split(",")] if args.scales else list(R.SCALES)
     return machines, scales
+
+
+def _scale(text: str) -> float:
+    """One --scales value: a positive network speed factor (a ValueError traceback for 'abc'
+    before, and 0, -1 or nan were taken: rows of no file, nothing said)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (v > 0 and math.isfinite(v)):
+        raise UserError(f"--scales: {text.strip()!r} is not a network speed; positive factors of the nominal speed, "
+                        "e.g. 1,0.25")
+    return v
 
 
 def _wanted(args):
     if not args.competitors:
         return R.COMPETITORS
-    return "all" if args.competitors == "all" else tuple(args.competitors.split(","))
+    if args.competitors == "all":
+        return "all"
+    names = tuple(args.competitors.split(","))
+    import competitors      # bench/ is on sys.path; a misspelt name was left out of the rows without a word
+    bad = [n for n in names if n not in competitors.NAMES]
+    if bad:
+        raise UserError(f"--competitors: unknown competitor {bad[0]!r}; choose from all, "
+                        f"{', '.join(competitors.NAMES)}")
+    return names
+
+
+def _cases(cases: list, args) -> list:
+    """The cases --only selects: a fragment that matches none ran nothing and said nothing."""
+    chosen = C.select(cases, args.only)
+    if not chosen:
+        raise UserError(f"--only {args.only}: no case of this set matches; --list lists them")
+    return chosen
+
+
+def _work(args) -> Path:
+    """--work of a phase that reads what earlier phases wrote: a missing or mistyped directory
+    printed empty tables ("no replayed rows yet") or "predict recomputed" for every case."""
+    if not (args.work / "replay").is_dir():
+        what = ("does not exist" if not args.work.exists() else "is not a directory" if not args.work.is_dir()
+                else "holds no replay/ directory")
+        raise UserError(f"--work {args.work}: {what}; give the directory the replay phase wrote into "
+                        f"(default {DEFAULT_WORK}, or $RANKMAP_REAL_APPS_WORK)")
+    return args.work
 
 
 def cmd_replay(args) -> int:
@@ -141,7 +182,7 @@ def cmd_replay(args) -> int:
     if extra is not None and not 0 < extra <= 1000:
         raise UserError(f"--extra-nodes {extra:g}: a percentage in (0, 1000]")
     machines, scales = _machines_scales(args)
-    return R.run(C.select(C.SETS[_set(args)], args.only), args.work, machines, scales, wanted=_wanted(args),
+    return R.run(_cases(C.SETS[_set(args)], args), args.work, machines, scales, wanted=_wanted(args),
                  predict_choice=not getattr(args, "no_predict_choice", False), remap=getattr(args, "remap", False),
                  extra_nodes=getattr(args, "extra_nodes", None) or 0)
 
@@ -149,7 +190,9 @@ def cmd_replay(args) -> int:
 def cmd_table(args) -> int:
     from real_apps import table
     machines, scales = _machines_scales(args)
-    rows = table.load(args.work, C.select(C.SETS[_set(args)], args.only), machines, scales, _wanted(args))
+    if args.json:
+        _json_out(args.json)
+    rows = table.load(_work(args), _cases(C.SETS[_set(args)], args), machines, scales, _wanted(args))
     print(table.text(rows, args.markdown))
     print()
     print(table.competitors_text(rows, args.markdown))
@@ -167,10 +210,18 @@ def cmd_table(args) -> int:
     return 0
 
 
+def _json_out(path: str) -> None:
+    """table --json FILE checked before the tables are built (a traceback after them before)."""
+    import competitors
+    why = competitors.output_problem([("--json", path)])
+    if why:
+        raise UserError(why)
+
+
 def cmd_predict(args) -> int:
     from real_apps import predicted
     machines, scales = _machines_scales(args)
-    n = predicted.refresh(args.work, C.select(C.SETS[_set(args)], args.only), machines, scales,
+    n = predicted.refresh(_work(args), _cases(C.SETS[_set(args)], args), machines, scales,
                           run=not getattr(args, "no_run", False))
     print(f"{n} placement(s): rankmap predict recomputed")
     return 0
@@ -180,7 +231,8 @@ def cmd_floor(args) -> int:
     from real_apps import floor
     machines, scales = _machines_scales(args)
     rows = []
-    for case in C.select(C.SETS[_set(args)], args.only):
+    _work(args)
+    for case in _cases(C.SETS[_set(args)], args):
         for m in machines:
             for s in scales:
                 if (args.work / "replay" / case.name / m / f"x{s:g}.json").is_file():
@@ -193,6 +245,8 @@ def cmd_floor(args) -> int:
 
 def cmd_all(args) -> int:
     for f in (cmd_build, cmd_trace, cmd_replay, cmd_table):
+        if f is cmd_table and not (args.work / "replay").is_dir():
+            break               # nothing replayed (the replay phase said why): no tables, no error about --work
         rc = f(args)
         if rc and f is cmd_build:
             return rc

@@ -39,6 +39,11 @@ def traffic(matrix, source: str = "matrix"):
     from rankmap.profiler import validate
     from rankmap.profiler.errors import UserError
     from rankmap.profiler.traffic import Traffic, check_matrix
+    if not isinstance(source, str):
+        # traffic(bytes, msgs): the second matrix became the name in every message and in
+        # report.json, the message counts dropped without a word
+        raise UserError(f"source: expected a name (text) for the traffic, not {type(source).__name__}; traffic() "
+                        "takes one matrix, of bytes")
     if np.ma.isMaskedArray(matrix) and np.ma.getmaskarray(matrix).any():
         # np.asarray drops the mask: the hidden values under it were read as bytes
         raise UserError(f"{source}: a masked array with masked entries; fill them first "
@@ -186,6 +191,7 @@ def hosts(machine, slot_of_rank) -> list:
 def write(out, traffic, machine, result, force: bool = False):
     """The mapping directory the launchers read (hostfile, binding.txt, rankfile,
     machinefile, collective-order.txt, report.json, machine.json). Returns its path."""
+    import numpy as np
     from rankmap.mapper import metrics, report, spec, writers
     traffic, machine = _as_traffic(traffic), _as_machine(machine)
     if not hasattr(result, "slot_of_rank"):
@@ -194,6 +200,16 @@ def write(out, traffic, machine, result, force: bool = False):
     if machine.spec is None:
         raise ValueError("write() needs a machine made by rankmap.machine() (it records its description)")
     slots = metrics.placement(result.slot_of_rank, machine, traffic.size)     # a list too (a TypeError below)
-    rep = {"cost": result.cost, "chosen": result.chosen, "notes": list(result.notes),
+    # the cost on this machine: a result mapped onto another one (same slot count, other levels
+    # or network) was written with that machine's cost, which `rankmap evaluate` then contradicts
+    from rankmap.mapper.graph import from_traffic
+    from rankmap.mapper.refine import Problem
+    cost = Problem(from_traffic(traffic), machine).cost(np.asarray(slots, dtype=np.int64))
+    notes = list(getattr(result, "notes", []))
+    given = getattr(result, "cost", None)
+    if given is not None and not np.isclose(cost, given, rtol=1e-9, atol=0):
+        notes.append(f"the result's cost {given:.6g} is not its cost on this machine ({cost:.6g}): it was mapped "
+                     "onto another machine; the cost here is this machine's")
+    rep = {"cost": cost, "chosen": getattr(result, "chosen", None), "notes": notes,
            "metrics": report.compare(traffic.bytes, machine, {"rankmap": slots}, by_node=True)}
     return writers.write_mapping(out, slots, machine, rep, spec.frozen(machine.spec, machine, compact=True), force)

@@ -154,7 +154,8 @@ PRESETS = {
 
 def preset(name: str) -> Platform:
     if name not in PRESETS:
-        raise UserError(f"unknown platform {name!r}; known: {', '.join(PRESETS)} (or --torus / --fat-tree)")
+        raise UserError(f"unknown platform {name!r}; known: {', '.join(PRESETS)} (or none with --torus / --fat-tree / "
+                        "--dragonfly)")
     return replace(PRESETS[name])
 
 

@@ -21,7 +21,6 @@ has a router that passes at least 2 k (P - k) w bytes (sent and received; w the 
 bytes per ordered pair), whatever the routes (no transit counted)."""
 from __future__ import annotations
 
-import json
 import math
 from itertools import combinations
 from pathlib import Path
@@ -33,6 +32,7 @@ from rankmap.mapper import spec as mspec
 from rankmap.mapper.predict import _bisection, pair_model, predict
 from rankmap.profiler.formats import read_traffic
 from rankmap.slurm import platform as plat
+from real_apps import replay as R
 
 BOUNDS = ("links", "nic", "bisection")      # predict's bounds that no placement can beat
 
@@ -166,19 +166,19 @@ def row(work: Path, case: str, machine: str, scale: float, limit: int = 200_000_
                                               int(np.bincount(full.slot_node).max()))}
     cache = work / "replay" / case / machine / "floor" / f"x{scale:g}.json"
     key = {"ranks": P, "nodes": nodes, "uniform_bytes": w, "limit": limit}
-    old = json.loads(cache.read_text()) if cache.is_file() else {}
+    old = R.read_cached(cache) if cache.is_file() else {}
     if old.get("key") == key:                       # the search is the same for the same trace and machine
         got = old.get("got")
     else:
         got = search(full, net, P, nodes, w, limit)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "got": got}) + "\n")
+        R.write_cached(cache, {"key": key, "got": got})
     if got is not None:
         out.update({"floor": got[0], "floor_bound": got[1], "floor_at": [tuple(x) for x in got[2]],
                     "estimated": got[3]})
     f = work / "replay" / case / machine / f"x{scale:g}.json"
     if f.is_file():
-        res = json.loads(f.read_text())
+        res = R.read_cached(f)
         b = res["block"]
         out["block_alone"], out["block_comm"] = b["comm_alone_seconds"], b["comm_seconds"]
         ba = min(res, key=lambda n: res[n]["comm_alone_seconds"])
@@ -195,7 +195,7 @@ def row(work: Path, case: str, machine: str, scale: float, limit: int = 200_000_
                                  "simulated_seconds": o.seconds, "hosts": hosts}
         if f.is_file():
             out["floor_replayed"]["time_vs_block"] = o.seconds / res["block"]["simulated_seconds"]
-        (cache.parent / f"x{scale:g}-replayed.json").write_text(json.dumps(out, indent=1) + "\n")
+        R.write_cached(cache.parent / f"x{scale:g}-replayed.json", out)
     return out
 
 

@@ -7,7 +7,6 @@ tune rows, the 64-rank runs are held out; a model constant may be chosen on the 
 only, and the held-out rows are reported as measured."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rankmap.mapper import spec as mspec, writers
@@ -15,6 +14,7 @@ from rankmap.mapper.critpath import read_schedule
 from rankmap.mapper.predict import predict, replay_epoch
 from rankmap.profiler.formats import read_traffic
 from rankmap.slurm import platform as plat
+from real_apps import replay as R
 
 TUNE_MAX_RANKS = 32      # tune rows: cases of at most this many ranks; the others are held out
 
@@ -25,6 +25,7 @@ def refresh(work: Path, cases: list, machines, scales, say=print, run: bool = Tr
     WORK/replay/<case>/<machine>/x<scale>.json. Returns the placements done."""
     done = 0
     for case in cases:
+        before = done
         trace = work / "traces" / case.name / "trace" / "replay.ti"
         traffic = schedule = None
         for m in machines:
@@ -42,7 +43,7 @@ def refresh(work: Path, cases: list, machines, scales, say=print, run: bool = Tr
                 net = p.network()
                 if not run:                                 # communication alone only (no run estimate: faster)
                     net.core_speed = None
-                res = json.loads(f.read_text())
+                res = R.read_cached(f)
                 epoch_of = {}
                 todo = list(res)
                 # predict chooses its replay (flow or in turn) on a row's first placement and may
@@ -58,8 +59,9 @@ def refresh(work: Path, cases: list, machines, scales, say=print, run: bool = Tr
                         epoch_of[name] = replay_epoch(schedule)
                     todo = [n for n, e in epoch_of.items() if e != replay_epoch(schedule)]
                     done -= len(todo)
-                f.write_text(json.dumps(res, indent=1) + "\n")
-        say(f"  {case.name}: predict recomputed", flush=True)
+                R.write_cached(f, res)
+        if done > before:           # said of every case before, replayed or not
+            say(f"  {case.name}: predict recomputed", flush=True)
     return done
 
 

@@ -27,6 +27,7 @@ maps them once, from the traffic and the machine alone, as before."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +46,33 @@ OURS = ("block", "cyclic", "random", "rankmap-b", "rankmap-c")
 EXTRA = "rankmap-c+"        # replay --extra-nodes PCT: rankmap-c allowed PCT % more nodes (mapped with predict)
 # the strongest configuration of each published mapper in bench/competitors.py ("all": every one)
 COMPETITORS = ("sharedmap-strong", "kahip-ms-strong", "mtkahypar-ms", "mtkahypar-map-q", "scotch", "treematch")
+
+
+def read_cached(f: Path):
+    """A cached result file of WORK/replay (placements.json, x<scale>.json, floor/...), named
+    when it cannot be read (a JSONDecodeError traceback before, on every later run)."""
+    try:
+        return json.loads(f.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UserError(f"{f}: not readable JSON ({e}; cut short by a full disk or an interrupt?); delete it and "
+                        "run the phase that wrote it again for that row (replay, for placements.json and "
+                        "x<scale>.json)") from None
+
+
+def write_cached(f: Path, data) -> None:
+    """Write a cached result file whole or not at all: written next to it, then renamed over
+    it. Rewritten in place, a full disk or an interrupt cut the file short and the row's
+    earlier replays (hours of simulation) were lost with it."""
+    tmp = f.with_name(f".{f.name}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1) + "\n")
+        os.replace(tmp, f)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {f}: {e.strerror or e}; the file as it was is kept") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def platform(work: Path, machine: str, scale: float) -> tuple:
@@ -97,7 +125,7 @@ def placements(trace: Path, ranks: int, work: Path, machine: str, out: Path, say
     (remap: again even if placements.json has them); with extra_nodes, rankmap-c+ too at each
     scale (again when the percentage changed)."""
     f = out / "placements.json"
-    data = json.loads(f.read_text()) if f.is_file() else {"hosts": {}, "map_seconds": {}, "skipped": {}}
+    data = read_cached(f) if f.is_file() else {"hosts": {}, "map_seconds": {}, "skipped": {}}
     p, pdir = platform(work, machine, 1.0)
     at = data.setdefault("hosts_at", {})
     for s in (scales if predict_choice else ()):
@@ -157,7 +185,7 @@ def placements(trace: Path, ranks: int, work: Path, machine: str, out: Path, say
             data["hosts"][n] = [m_alloc.hosts[m_alloc.slot_node[s]] for s in slot]
             data["map_seconds"][n] = round(secs, 3)
     out.mkdir(parents=True, exist_ok=True)
-    f.write_text(json.dumps(data, indent=1) + "\n")
+    write_cached(f, data)
     return data
 
 
@@ -182,7 +210,7 @@ def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path,
     res = {}
     for s in scales:
         f = out / f"x{s:g}.json"
-        have = json.loads(f.read_text()) if f.is_file() else {}
+        have = read_cached(f) if f.is_file() else {}
         keep = set(OURS) | set(competitor_names(wanted)[0]) | ({EXTRA} if extra_nodes else set())
         hosts = hosts_at(pl, s, predict_choice)
         stale = [n for n in ("rankmap-b", "rankmap-c", EXTRA) if n in have and n in hosts
@@ -193,7 +221,7 @@ def replay(trace: Path, ranks: int, work: Path, machine: str, scales, out: Path,
             t0 = time.monotonic()
             got = simulated.compare(trace, p, pdir, todo, out / f"x{s:g}")
             have.update({n: o.as_dict() for n, o in got.items()})
-            f.write_text(json.dumps(have, indent=1) + "\n")
+            write_cached(f, have)
             say(f"    {machine} x{s:g}: {len(todo)} placement(s) replayed in {time.monotonic() - t0:.0f} s", flush=True)
         res[s] = have
     return {"placements": pl, "scales": res}

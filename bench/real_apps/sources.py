@@ -63,7 +63,8 @@ CFLAGS = "-O2"
 def find(sources: Path) -> dict[str, Path]:
     """App key -> the directory that holds it (its markers), searched up to 4 levels deep."""
     if not sources.is_dir():
-        raise UserError(f"--sources {sources}: no such directory (download the applications there; "
+        what = "a file, not a directory" if sources.exists() else "no such directory"     # a tarball given as DIR
+        raise UserError(f"--sources {sources}: {what} (download the applications there; "
                         "docs/real-apps.md lists them)")
     found: dict[str, Path] = {}
     base_depth = len(sources.resolve().parts)

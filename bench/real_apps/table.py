@@ -5,12 +5,11 @@ Ratios are measured side by side: every number of a row comes from one trace rep
 platform in one run of the replay phase."""
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
 
-from real_apps.replay import COMPETITORS, EXTRA, OURS, hosts_at
+from real_apps.replay import COMPETITORS, EXTRA, OURS, hosts_at, read_cached
 
 TIE = 0.01          # placements whose replayed times differ by less than this are not ranked
 NOISE = 0.001       # SimGrid's message-ordering effects: differences below 0.1 % are not placement quality
@@ -24,12 +23,12 @@ def load(work: Path, cases: list, machines, scales, wanted=COMPETITORS) -> list[
             d = work / "replay" / case.name / m
             if not (d / "placements.json").is_file():
                 continue
-            pl = json.loads((d / "placements.json").read_text())
+            pl = read_cached(d / "placements.json")
             for s in scales:
                 f = d / f"x{s:g}.json"
                 if not f.is_file():
                     continue
-                res = json.loads(f.read_text())
+                res = read_cached(f)
                 if wanted != "all":
                     res = {n: v for n, v in res.items() if n in OURS or n in wanted or n == EXTRA}
                 missing = [n for n in OURS if n not in res]

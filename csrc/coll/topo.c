@@ -57,7 +57,7 @@ static int parse_grid(const char *s, int *dims)
             return 0;
         dims[nd++] = (int)v;
         s = end;
-        if (*s == 'x' || *s == 'X')
+        if ((*s == 'x' || *s == 'X') && s[1] >= '0' && s[1] <= '9')
             s++;
         else if (*s && *s != '\n' && *s != ' ')
             return 0;
@@ -246,6 +246,21 @@ static rm_topo *build(MPI_Comm comm, int *err)
         if (!fkey && me == 0)
             fprintf(stderr, "rankmap-coll: RANKMAP_COLL_ORDER=%s: %s; ordering by nodes instead\n", file,
                     bad > 0 ? strerror(bad) : "does not list every rank");
+    }
+    if (!fkey && genv && *genv && p == wsize) {
+        /* a grid that cannot be read, or not of the world's size, was ignored without a word
+         * while the kernels reported "order: grid" (docs/collectives.md: bad values are
+         * reported and ignored) */
+        int gd0[RM_MAXDIMS], n0 = parse_grid(genv, gd0);
+        if (!n0 || grid_product(n0, gd0) != p) {
+            static int warned;
+            if (me == 0 && !warned)
+                fprintf(stderr, "rankmap-coll: ignoring RANKMAP_COLL_GRID=%s: %s %d ranks (dimensions such as "
+                        "4x3x2 whose product is the number of ranks); ordering by nodes instead\n", genv,
+                        n0 ? "its product is not the world's" : "not a grid of", p);
+            warned = 1;
+            genv = NULL;
+        }
     }
     if (fkey) {
         for (int i = 0; i < p; i++)

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define RMP_VERSION "0.1.0"
@@ -314,9 +316,19 @@ void rmp_start(void)
         goto out;
     }
     const char *off = getenv("RANKMAP_PROFILE");
-    if (off && !strcmp(off, "0")) {
+    /* off as RANKMAP_COLL=off says it too: only "0" did, and "off", "no" or "false" profiled
+     * the run without a word */
+    if (off &&
+        (!strcmp(off, "0") || !strcasecmp(off, "off") || !strcasecmp(off, "no") || !strcasecmp(off, "false"))) {
         rmp_g.state = RMP_DONE;
         goto out;
+    }
+    if (off && *off && strcmp(off, "1") && strcasecmp(off, "on") && strcasecmp(off, "yes") && strcasecmp(off, "true")) {
+        int r = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+        if (r == 0)
+            fprintf(stderr, "rankmap profiler: RANKMAP_PROFILE=%s is neither 0/off (no profile) nor 1/on; "
+                    "profiling\n", off);
     }
     MPI_Comm parent = MPI_COMM_NULL;
     if (PMPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent != MPI_COMM_NULL) {

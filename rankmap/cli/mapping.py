@@ -229,6 +229,12 @@ def predict(matrix, mappings, fmt, model, allow_partial, platform, probe, link_b
     from rankmap.profiler.formats import read_traffic
     from rankmap.slurm.platform import network_for
     from rankmap.mapper.network import KINDS
+    for flag, key in (("--level-costs", "level_costs"), ("--hop-cost", "hop_cost")):
+        # taken and unused: the estimate is time from the network's speeds, the level costs
+        # price map's and evaluate's SUM_COM (the table looked the same with any costs)
+        if mopts.get(key) is not None:
+            raise UserError(f"{flag} would be ignored: predict estimates time from the network's speeds (--probe, "
+                            "--platform, --link-bw...), not from costs; drop it (map and evaluate use it)")
     probe_flag = "--probe"
     if mopts.get("network") and mopts["network"].split(":", 1)[0].lower() not in KINDS:
         probe, mopts = mopts["network"], dict(mopts, network=None)   # --network PROBE.json: the speeds, as before

@@ -122,7 +122,9 @@ def platform(name, out, torus, fat_tree, dragonfly, cores, link_bw, link_lat, lo
     from rankmap.profiler import outputs
     from rankmap.slurm import platform as plat
     target = outputs.target_dir(out, "--out", "platform", force)            # checked before any work
-    base = plat.preset(name) if name else None
+    # the help's "none with --torus/--fat-tree/--dragonfly", taken at its word ("unknown
+    # platform 'none'" before)
+    base = plat.preset(name) if name and name != "none" else None
     p = plat.custom(torus, fat_tree, cores, base, dragonfly)
     changes = {k: v for k, v in dict(link_bw=link_bw, link_lat=link_lat, loopback_bw=loopback_bw,
                                       loopback_lat=loopback_lat, core_speed=core_speed,
