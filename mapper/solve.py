@@ -390,7 +390,17 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
         if c < best[1]:
             best = (best[0], c, s, best[3])
             candidates[best[0]] = c
-    if search and algorithm in ("metis", "scotch", "greedy"):
+    # the links are balanced for a mapping that may be returned: one a default order is within
+    # MIN_GAIN of (or cheaper than) is not (balancing only trades cost for lighter links),
+    # unless the network's speeds choose among them all (masters of 10^5 ranks whose partitions
+    # cost 2 x block: 180 s of global-link swaps, and block returned)
+    settled = predictor is None and min(default_costs.values()) <= best[1] * (1 + MIN_GAIN)
+    gave_up = False
+
+    def room(cost: float) -> float | None:
+        # what balancing may add before a default order would be returned instead
+        return None if predictor is not None else min(default_costs.values()) / (1 + MIN_GAIN) - cost
+    if search and algorithm in ("metis", "scotch", "greedy") and not settled:
         from rankmap.mapper.linkload import balance
         offdiag = traffic.offdiag()
         s, info = balance(offdiag, machine, best[2], deadline=deadline if time_limit is not None else None)
@@ -401,17 +411,22 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
                          f"{info['max_link_load_after']:.4g} B for a cost {c / best[1]:.4f}x")
             best = (best[0] + "+balance", c, s, best[3])
             candidates[best[0]] = c
-        best = _global_links(offdiag, graph, machine, prob, best, defaults["block"], candidates, notes,
-                             deadline if time_limit is not None else None)
-        best = _node_links(offdiag, graph, machine, prob, best, defaults["block"], candidates, notes,
-                           deadline if time_limit is not None else None)
+        best, gave_up = _global_links(offdiag, graph, machine, prob, best, defaults["block"], candidates, notes,
+                                      deadline if time_limit is not None else None, room(best[1]))
+        if not gave_up:
+            best, gave_up = _node_links(offdiag, graph, machine, prob, best, defaults["block"], candidates, notes,
+                                        deadline if time_limit is not None else None, room(best[1]))
         del offdiag
     if timed_out:
         notes.append(f"the time limit ({cap:g} s) cut the search short: the result depends on the machine's speed")
     best = best[:3]
     chosen, cost, slot = best
     fell_back = False
-    if algorithm in ("metis", "scotch", "greedy"):
+    if gave_up:
+        chosen, cost, slot, fell_back = "block", default_costs["block"], defaults["block"].copy(), True
+        notes.append(f"the block order is returned unchanged: the computed mapping costs {best[1] / cost:.4f}x it, "
+                     "but not once its busiest links are brought down to block order's")
+    elif algorithm in ("metis", "scotch", "greedy"):
         dname = min(default_costs, key=default_costs.get)
         if default_costs[dname] <= cost * (1 + MIN_GAIN):
             chosen, cost, slot, fell_back = dname, default_costs[dname], defaults[dname].copy(), True
@@ -439,23 +454,24 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
 
 
 def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tuple, block: np.ndarray,
-                  candidates: dict, notes: list, deadline: float | None = None) -> tuple:
+                  candidates: dict, notes: list, deadline: float | None = None, room: float | None = None) -> tuple:
     """Never worse than block order on the busiest global link (the links into the top of
     a tree, a dragonfly's links between groups: where such machines run short of bandwidth):
     the cost cannot see one group's links carry more than the others', so a cheaper
     mapping may; rank and unit swaps (linkload.balance_global) then bring that link down to
     block's (on trees, after re-splits of two groups' ranks: linkload.resplit_groups; the
     way that reaches block's at the least cost is kept). Where they cannot, the mapping that
-    comes nearest is kept and a note says how far above it is."""
+    comes nearest is kept and a note says how far above it is. room: the cost the swaps may
+    add (solve: beyond it a default order would be returned instead)."""
     from rankmap.mapper.linkload import balance_global, global_loads, resplit_groups
     from rankmap.mapper.network import SwitchTree
     pairs = offdiag.tocoo()                 # (read three times below: 10^6 ranks, 8 * 10^6 pairs)
     mine = global_loads(pairs, machine, best[2])
     if mine is None or not len(mine):
-        return best
+        return best, False
     target = float(global_loads(pairs, machine, block).max())
     if mine.max() <= target:
-        return best
+        return best, False
     tries = []                              # (slot, info) of each way down
     split = None
     if isinstance(machine.network, SwitchTree):
@@ -468,13 +484,22 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
     if not tries or tries[0][1]["global_after"] > target:
         # swaps from the mapping itself (AMR on a fat tree of 16 leaves: re-splits stop at
         # 1.021 x and swaps after them at 1.005 x, swaps alone reach 1.000 x)
-        s, info = balance_global(offdiag, machine, best[2], target, graph.W, deadline)
-        if info:
+        s, info = balance_global(offdiag, machine, best[2], target, graph.W, deadline, room)
+        ran_out = bool(info) and info["out_of_room"]
+        if info and info["swaps"]:
             tries.append((s, info))
         if split and split[1] and (not info or info["global_after"] > target):
-            s, more = balance_global(offdiag, machine, split[0], target, graph.W, deadline)
-            if more:
+            s, more = balance_global(offdiag, machine, split[0], target, graph.W, deadline,
+                                     None if room is None else room - (prob.cost(split[0]) - best[1]))
+            ran_out |= bool(more) and more["out_of_room"]
+            if more and more["swaps"]:
                 tries.append((s, {**split[1], "global_after": more["global_after"], "swaps": more["swaps"]}))
+        if ran_out and all(t[1]["global_after"] > target for t in tries):
+            # block's busiest global link is out of reach at less cost than block's own: the
+            # search's mapping is not returned (solve falls back to the default order)
+            notes.append(f"global links: the busiest carries {_vs_block(float(mine.max()), target)}, and "
+                         "bringing it down to block order's would cost more than block order itself")
+            return best, True
     if tries:
         # the way that reaches the target at the least cost, else the one that comes nearest
         costs = [prob.cost(t[0]) for t in tries]
@@ -494,22 +519,22 @@ def _global_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: 
     if mine.max() > target:
         notes.append(f"global links: the busiest carries {_vs_block(float(mine.max()), target)} "
                      "(no re-split or swap between groups lowered it further)")
-    return best
+    return best, False
 
 
 def _node_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tuple, block: np.ndarray,
-                candidates: dict, notes: list, deadline: float | None = None) -> tuple:
+                candidates: dict, notes: list, deadline: float | None = None, room: float | None = None) -> tuple:
     """Never worse than block order on the busiest link where that is a node's own (a
     full-bisection fat tree: the cost does not see how evenly the nodes send):
     re-splits of two nodes' ranks (linkload.resplit_nodes) and rank swaps between nodes
     (linkload.balance_nodes) bring it down to block's, the global links kept at or below
     block's busiest (or where _global_links left them); the way that gets there at the least
     cost is kept. Where they cannot, the mapping that comes nearest is kept and a note says
-    how far above it is."""
+    how far above it is. room: as _global_links'."""
     from rankmap.mapper.linkload import balance_nodes, node_link_share, node_loads, resplit_nodes, scaled_share
     share = node_link_share(machine)
     if share is None:
-        return best
+        return best, False
     N, has_global = share[1], share[2]
     pairs = offdiag.tocoo()
     lb, lm = node_loads(pairs, machine, block, share), node_loads(pairs, machine, best[2], share)
@@ -520,10 +545,11 @@ def _node_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tu
     target, before = float(lb.max()), float(lm[-2 * N:].max())
     mine_glob = float(lm[:-2 * N].max()) if has_global else 0.0
     if before <= target or target <= 0 or before <= mine_glob:
-        return best
+        return best, False
     glob = max(float(lb[:-2 * N].max()), mine_glob) if has_global else 1.0
     scaled = scaled_share(share, glob or 1.0, target)
     tries = []                                  # (slot, re-splits, swaps) of each way down
+    ran_out = False
     s, info = resplit_nodes(graph, machine, best[2], 1.0, best[3], offdiag, scaled)
     if info:
         tries.append((s, info["resplits"], 0))
@@ -532,17 +558,23 @@ def _node_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tu
         # (where the re-splits got there, swaps from the mapping did not, or at a higher cost,
         # in about 1 s at 10^4 ranks: AMR and social traffic on fat trees of 320 nodes)
         for start, r in ((best[2], 0),) + (((s, tries[0][1]),) if info else ()):
-            t, more = balance_nodes(offdiag, graph.W, machine, start, 1.0, scaled, deadline)
-            if more:
+            t, more = balance_nodes(offdiag, graph.W, machine, start, 1.0, scaled, deadline,
+                                    None if room is None else room - (prob.cost(start) - best[1]))
+            ran_out |= bool(more) and more["out_of_room"]
+            if more and more["swaps"]:
                 tries.append((t, r, more["swaps"]))
     # the way that reaches block's at the least cost, else the one that comes nearest
     got = [(float(node_loads(pairs, machine, t[0], share)[-2 * N:].max()), prob.cost(t[0])) for t in tries]
+    if ran_out and all(g[0] > target for g in got):       # (as _global_links)
+        notes.append(f"node links: the busiest carries {_vs_block(before, target)}, and bringing it down to block "
+                     "order's would cost more than block order itself")
+        return best, True
     j = min(range(len(tries)), key=lambda i: (got[i][0] > target, got[i][0] if got[i][0] > target else got[i][1]),
             default=None)
     if j is None or got[j][0] >= before:
         notes.append(f"node links: the busiest carries {_vs_block(before, target)} (no re-split or swap between "
                      "nodes lowered it)")
-        return best
+        return best, False
     (s, r, k), (after, c) = tries[j], got[j]
     steps = ([f"{r} re-split{'s' if r != 1 else ''}"] if r else []) + ([f"{k} swap{'s' if k != 1 else ''}"] if k else [])
     notes.append(f"node links: the busiest carried {_vs_block(before, target)}, "
@@ -550,7 +582,7 @@ def _node_links(offdiag, graph: Graph, machine: Machine, prob: Problem, best: tu
                  f"{c / best[1] if best[1] else 1.0:.4f}x")
     best = (best[0] + "+nodes", c, s, best[3])
     candidates[best[0]] = c
-    return best
+    return best, False
 
 
 def _vs_block(load: float, target: float, again: bool = False) -> str:
