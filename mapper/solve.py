@@ -418,7 +418,10 @@ def _solve(traffic: Traffic, machine: Machine, algorithm: str = "metis", seed: i
                                         deadline if time_limit is not None else None, room(best[1]))
         del offdiag
     if timed_out:
-        notes.append(f"the time limit ({cap:g} s) cut the search short: the result depends on the machine's speed")
+        # (cap: what run_map left of --time-limit after reading and building; said as such, not
+        # as the limit the user gave)
+        notes.append(f"the time limit cut the search short ({cap:.3g} s of it were left for the search): the result "
+                     "depends on the machine's speed")
     best = best[:3]
     chosen, cost, slot = best
     fell_back = False

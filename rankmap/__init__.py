@@ -12,6 +12,14 @@ write. Each is a small function over the objects the command line uses.
 0.25
 >>> rankmap.hosts(m, result.slot_of_rank)
 ['n1', 'n1', 'n1', 'n1', 'n2', 'n2', 'n2', 'n2']
+
+Bad input raises rankmap.UserError, whose message says what to change:
+
+>>> try:
+...     rankmap.machine("n[1-2]", "pack:2 core:0")
+... except rankmap.UserError as e:
+...     print("refused")
+refused
 """
 from pathlib import Path as _Path
 
@@ -23,7 +31,9 @@ _here = _Path(__file__).resolve().parent
 if not (_here / "mapper").is_dir() and (_here.parent / "mapper" / "__init__.py").is_file():
     __path__.append(str(_here.parent))  # noqa: F821  (a package's __path__)
 
-__all__ = ["traffic", "read_traffic", "machine", "map", "evaluate", "hosts", "write"]
+from rankmap.profiler.errors import UserError  # noqa: E402  (what every function here raises on bad input)
+
+__all__ = ["traffic", "read_traffic", "machine", "map", "evaluate", "hosts", "write", "UserError"]
 
 
 def traffic(matrix, source: str = "matrix"):

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define FAIL 111
@@ -92,9 +93,14 @@ int main(int argc, char **argv)
         return FAIL;
     }
     char *me = my_hostname();
+    /* off as RANKMAP_PROFILE=off says it: only "0" did, "off" still failed the rank */
     const char *check = getenv("RANKMAP_BIND_HOSTCHECK");
-    if (me && strcmp(me, host) != 0 && !(check && !strcmp(check, "0"))) {
-        fprintf(stderr, "rankmap-bind: rank %ld runs on %s but the mapping puts it on %s\n", rank, me, host);
+    int skip = check && (!strcmp(check, "0") || !strcasecmp(check, "off") || !strcasecmp(check, "no") ||
+                         !strcasecmp(check, "false"));
+    if (me && strcmp(me, host) != 0 && !skip) {
+        fprintf(stderr, "rankmap-bind: rank %ld runs on %s but the mapping puts it on %s (launch it as the "
+                "mapping says, e.g. srun -m arbitrary with its hostfile; RANKMAP_BIND_HOSTCHECK=0 binds it "
+                "here anyway)\n", rank, me, host);
         return FAIL;
     }
 
