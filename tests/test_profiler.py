@@ -422,18 +422,20 @@ def test_an_open_mpi_appfile_is_refused_with_the_way_that_works(tmp_path):
                    "an Open MPI appfile (--app): its app contexts would not get the profiler")
 
 
-def test_a_flush_interval_set_by_hand_that_is_no_number_is_said(apps, tmp_path):
-    """RANKMAP_PROFILE_FLUSH_SECONDS=abc (the profiler preloaded by hand, not through `rankmap
-    profile`, which checks --flush-seconds): atof read 0, which turned snapshots off without a
-    word. Now rank 0 says so and the default interval stands."""
+@pytest.mark.parametrize("value", ["abc", "-5"])
+def test_a_flush_interval_set_by_hand_that_is_no_number_is_said(apps, tmp_path, value):
+    """RANKMAP_PROFILE_FLUSH_SECONDS=abc or -5 (the profiler preloaded by hand, not through
+    `rankmap profile`, which checks --flush-seconds): atof read 0, and a negative number was
+    taken, each turning snapshots off without a word. Now rank 0 says so and the default
+    interval stands."""
     import os
     import subprocess
     from rankmap.profiler import native
     env = dict(os.environ, RANKMAP_PROFILE_DIR=str(tmp_path), RANKMAP_PROFILE_RUN_ID="hand",
-               RANKMAP_PROFILE_FLUSH_SECONDS="abc")
+               RANKMAP_PROFILE_FLUSH_SECONDS=value)
     cmd = launcher("openmpi", 2) + ["-x", f"LD_PRELOAD={native.artifact('profiler', 'openmpi')}",
                                     "-x", "RANKMAP_PROFILE_DIR", "-x", "RANKMAP_PROFILE_RUN_ID",
                                     "-x", "RANKMAP_PROFILE_FLUSH_SECONDS", str(app(apps, "traffic", "openmpi")), "ring"]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-800:]
-    assert res.stderr.count("RANKMAP_PROFILE_FLUSH_SECONDS=abc is not a number of seconds") == 1, res.stderr[-800:]
+    assert res.stderr.count(f"RANKMAP_PROFILE_FLUSH_SECONDS={value} is not a number of seconds") == 1, res.stderr[-800:]

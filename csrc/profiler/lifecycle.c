@@ -352,10 +352,11 @@ void rmp_start(void)
         double v = strtod(iv, &end);
         while (end && (*end == ' ' || *end == '\t'))
             end++;
-        if (end == iv || !end || *end || v != v) {
+        if (end == iv || !end || *end || v != v || v < 0) {
+            /* (a negative value turned snapshots off without a word: 0 is the off) */
             if (rmp_g.rank == 0)
-                fprintf(stderr, "rankmap profiler: RANKMAP_PROFILE_FLUSH_SECONDS=%s is not a number of seconds; "
-                        "snapshots every 1 s (0 turns them off)\n", iv);
+                fprintf(stderr, "rankmap profiler: RANKMAP_PROFILE_FLUSH_SECONDS=%s is not a number of seconds "
+                        "(0 or more); snapshots every 1 s (0 turns them off)\n", iv);
         } else {
             secs = v;
         }
