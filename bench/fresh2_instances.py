@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.spatial import Delaunay, cKDTree
 
 from instances import _hosts, _renumber, _sym
-from fresh_instances import _grid2d, _grid3d
+from fresh_instances import _grid2d, _grid3d, fixed_family
 
 
 def _rng(*key) -> np.random.Generator:
@@ -508,13 +508,4 @@ FRESH2 = [
     ("chain-1009-prime/mixsw-88%", lambda: chain(1009), "mixsw", {}),
     ("chain-1009-prime-perm/mixflat-88%", lambda: _perm(chain(1009), 1009), "mixflat", dict(nodes=16)),
 ]
-NAMES = tuple(f[0] for f in FRESH2)
-_BY_NAME = {f[0]: f[1:] for f in FRESH2}
-
-
-def build(name: str) -> tuple:
-    """(W, traffic note, machine.build keyword arguments, machine note) of one instance."""
-    make, kind, params = _BY_NAME[name]
-    W, tnote = make()
-    kw, mnote = machine(kind, **params)
-    return sp.csr_matrix(W, dtype=np.float64), tnote, kw, mnote
+NAMES, build = fixed_family(FRESH2, machine)

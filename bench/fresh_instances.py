@@ -403,13 +403,19 @@ FRESH = [
                                                                           costs="2000,200,20")),
     ("lu-32x32-perm/q4x8", lambda: _perm(lu_wavefront(32, 32), 31337), "q4x8", dict(nodes=32)),
 ]
-NAMES = tuple(f[0] for f in FRESH)
-_BY_NAME = {f[0]: f[1:] for f in FRESH}
+def fixed_family(table: list, machine_of) -> tuple:
+    """(NAMES, build) of a family of fixed instances: table rows (name, traffic -> (W, note),
+    machine kind, machine parameters), machine_of(kind, **parameters) -> (keyword arguments
+    of rankmap.mapper.machine.build, description). build(name) gives (W, traffic note,
+    machine.build keyword arguments, machine note)."""
+    by_name = {f[0]: f[1:] for f in table}
+
+    def build(name: str) -> tuple:
+        make, kind, params = by_name[name]
+        W, tnote = make()
+        kw, mnote = machine_of(kind, **params)
+        return sp.csr_matrix(W, dtype=np.float64), tnote, kw, mnote
+    return tuple(f[0] for f in table), build
 
 
-def build(name: str) -> tuple:
-    """(W, traffic note, machine.build keyword arguments, machine note) of one instance."""
-    make, kind, params = _BY_NAME[name]
-    W, tnote = make()
-    kw, mnote = machine(kind, **params)
-    return sp.csr_matrix(W, dtype=np.float64), tnote, kw, mnote
+NAMES, build = fixed_family(FRESH, machine)
