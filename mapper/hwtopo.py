@@ -46,7 +46,13 @@ class NodeTopology:
         return max(len(v) for v in per.values()) if per else 1
 
     def describe(self) -> str:
-        s = f"{self.packages} package(s) x {self.cores // max(1, self.packages)} cores"
+        per = [self.core_package.count(p) for p in range(self.packages)]
+        if len(set(per)) > 1:
+            # offline cores, a cgroup, P- and E-core clusters: '4 package(s) x 1 cores' was said of
+            # a node of 6 cores (2 + 1 + 1 + 2)
+            s = f"{self.cores} cores in {self.packages} package(s) ({'+'.join(map(str, per))})"
+        else:
+            s = f"{self.packages} package(s) x {self.cores // max(1, self.packages)} cores"
         if self.numa_per_package > 1:
             s += f", {self.numa_per_package} NUMA nodes per package"
         return s
@@ -78,6 +84,14 @@ def _xml_for(spec: str) -> str:
         raise UserError(f"node topology {spec!r}: hwloc did not describe it within {LSTOPO_SECONDS} s") from None
     if res.returncode != 0 or "<topology" not in res.stdout:
         err = (res.stderr.strip().splitlines() or ["hwloc could not read it"])[-1]
+        newer = re.search(r"cannot import XML version (\d+)\.(\d+) > (\d+)", res.stderr)
+        if newer is not None and Path(s).is_file():
+            # hwloc 3 writes <topology version="3.0">, which hwloc 2 refuses with "Invalid argument"
+            # on its last line: that was read as a damaged file
+            raise UserError(f"{s}: an lstopo XML of format {newer.group(1)}.{newer.group(2)} (written by hwloc "
+                            f"{newer.group(1)}.x); this machine's {LSTOPO} reads up to format {newer.group(3)}: "
+                            "on the machine that wrote it, write it again with `lstopo --of v2xml FILE.xml` (or "
+                            f"install hwloc {newer.group(1)}.x here) (--node-topology {spec!r})")
         if Path(s).is_file():        # hwloc's own words ("Invalid argument") do not say what is wrong
             err = f"hwloc could not load this topology ({validate.one_line(err)}): an lstopo XML needs a Machine " \
                   "object down to its PUs, as `lstopo --of xml` writes"
@@ -166,6 +180,9 @@ def _synthetic(s: str, spec: str) -> str:
         what = f"{late!r} comes after {levels[core]!r}" if late is not None else f"{early_pu!r} is not the last level"
         raise UserError(f"node topology {spec!r}: {what}; a synthetic description goes from the top down (packages, "
                         "NUMA nodes or caches, then cores, then PUs), e.g. 'pack:2 core:8'")
+    # one blank between levels: hwloc refuses a tab ('pack:2\tcore:4' from a script's variable
+    # was "Setting synthetic topology description: Invalid argument")
+    s = " ".join(levels)
     if not names[-1].startswith("pu"):
         s += " pu:1"  # hwloc wants PUs as the last level
     return s

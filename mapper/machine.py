@@ -386,7 +386,9 @@ def parse_topologies(specs: list[str], hosts: list[str]) -> list:
     """`SPEC` for every node, or several `HOSTLIST=SPEC` (heterogeneous nodes)."""
     if not specs:
         raise UserError("no node topology: pass --node-topology (e.g. 'pack:2 core:6', an lstopo XML file, or 'live')")
-    if len(specs) == 1 and "=" not in specs[0]:
+    # an lstopo XML under a directory named with '=' (/scratch/run=3/node.xml) is a file, not
+    # HOSTLIST=SPEC ("node topology '3/node.xml': not a file")
+    if len(specs) == 1 and ("=" not in specs[0] or Path(specs[0].strip()).is_file()):
         t = hwtopo.load(specs[0])
         return [t] * len(hosts)
     index = {h: i for i, h in enumerate(hosts)}

@@ -299,7 +299,13 @@ def _csv_columns(path: Path, header: list) -> list | None:
     if not any(roles):
         return None
     where = f"{path}:{header[1] if len(header) > 1 else 1}"
-    for h, r in zip(header[0], roles):
+    for i, (h, r) in enumerate(zip(header[0], roles)):
+        if i == 0 and (not h.strip() or h.strip().lower() == "unnamed: 0"):
+            # pandas' DataFrame.to_csv writes its row index first, under no name (read back and
+            # written again: 'Unnamed: 0'); "column ''" said nothing of where it came from
+            raise UserError(f"{where}: the first column has {'no name' if not h.strip() else repr(h.strip())}: "
+                            "a row index, as pandas' DataFrame.to_csv writes by default? Write the file with "
+                            "to_csv(..., index=False), or delete that column")
         if r is None:
             raise UserError(f"{where}: column {h.strip()!r}: a traffic CSV's header names src, dst, bytes (or words) "
                             "and optionally messages, in any order (or no column rankmap knows: then they are "
@@ -543,9 +549,24 @@ def _read_mtx(path: Path) -> Traffic:
             if "array" in banner and sizes[0] * sizes[1] > 1 << 28:
                 raise UserError(f"{path}: a dense {sizes[0]} x {sizes[1]} matrix is too large; use the coordinate "
                                 "format")
+    fields = banner.split()
+    if len(fields) > 1 and fields[1] != "matrix":
+        # '%%MatrixMarket vector ...' was "2 field(s); a real coordinate entry has 3"
+        raise UserError(f"{path}: a MatrixMarket {fields[1][:20]}, not a matrix (%%MatrixMarket matrix coordinate "
+                        "real general): traffic is a ranks x ranks matrix")
+    if len(fields) > 4 and fields[4] == "skew-symmetric":
+        # scipy mirrors each entry negated: "negative traffic -5" of a file without a negative number
+        raise UserError(f"{path}: a skew-symmetric MatrixMarket matrix (each entry stands for its negative "
+                        "across the diagonal too): traffic is never negative; write it as general (or symmetric)")
     data = validate.read_bytes(path, "traffic file")     # a gzip-compressed file comes decompressed
     body, line = _mtx_body(data)
-    fields = banner.split()
+    note = re.search(rb"^[ \t]*%", body, re.M)
+    if note is not None:
+        # scipy: "Too many lines in file (file too long)" of a trailing comment, "Invalid integer
+        # value" of one among the entries
+        at = line + body.count(b"\n", 0, note.start())
+        raise UserError(f"{path}:{at}: a % comment among the entries; "
+                        "MatrixMarket takes comments only between the banner and the size line: move or delete it")
     validate.number_text(body, str(path), line, whole=len(fields) > 3 and fields[3] in ("integer", "pattern"))
     _mtx_fields(body, path, line, fields)
     try:

@@ -37,9 +37,12 @@ DATATYPE_SIZE = {
 # up among its predefined types): `rankmap replay` refuses such a trace
 NOT_REPLAYABLE = "SimGrid cannot replay such lines"
 SENDS = ("send", "isend", "Isend", "ssend", "Ssend", "issend", "ISsend", "bsend", "ibsend")
-_P2P = re.compile(rb"^\d+ (?:" + b"|".join(s.encode() for s in SENDS) + rb") (\d+) (-?\d+) (\d+)(?: (\d+))?[ \t]*$",
-                  re.M)
-_SENDRECV = re.compile(rb"^\d+ sendRecv (\d+) (\d+) (\d+) (-?\d+)(?: (\d+))?", re.M)
+# a count: digits, or a whole number in exponent form (1e6): SimGrid's replay reads sizes as
+# doubles, and its own examples (examples/smpi/replay) write them so
+_COUNT = rb"(\d+(?:\.\d*)?(?:[eE]\+?\d+)?)"
+_P2P = re.compile(rb"^\d+ (?:" + b"|".join(s.encode() for s in SENDS) + rb") (\d+) (-?\d+) " + _COUNT +
+                  rb"(?: (\d+))?[ \t]*$", re.M)
+_SENDRECV = re.compile(rb"^\d+ sendRecv " + _COUNT + rb" (\d+) " + _COUNT + rb" (-?\d+)(?: (\d+))?", re.M)
 _OTHER = re.compile(rb"^\d+ (bcast|reduce|allreduce|scan|exscan|gather|scatter|allgather|alltoall|allgatherv|"
                     rb"alltoallv|reducescatter|gatherv|scatterv)\b([^\n]*)$", re.M)
 OPS = {"reducescatter": "reduce_scatter"}   # trace names -> the profiler's collective names
@@ -62,7 +65,7 @@ _RECVS = ("recv", "irecv", "Irecv")
 # with a 3-digit exponent is looked at in full (1e400 is infinite)
 _NOT_A_LINE = re.compile(
     rb"^(?!\d+ (?:compute|sleep)[ \t]+(?:\d+\.?\d*|\.\d+)(?:[eE](?:-\d+|\+?\d{1,2}))?[ \t\r]*$"
-    rb"|\d+ (?:recv|irecv|Irecv)[ \t]+-?\d+[ \t]+-?\d+[ \t]+\d+(?:[ \t]+\d+)?[ \t\r]*$"
+    rb"|\d+ (?:recv|irecv|Irecv)[ \t]+-?\d+[ \t]+-?\d+[ \t]+\d+(?:\.\d*)?(?:[eE]\+?\d+)?(?:[ \t]+\d+)?[ \t\r]*$"
     rb"|\d+ (?:" + b"|".join(a.encode() for a in ACTIONS if a not in _AMOUNTS + _RECVS) + rb")(?:[ \t]|\r?$)"
     rb"|[ \t\r]*$)[^\n]*", re.M)
 
@@ -127,10 +130,17 @@ def rank_files(index: Path) -> list[Path]:
             raise UserError(f"{index}: the rank file {validate.one_line(ln)[:200]} is missing{hint}")
         out.append(hit)
 
+    if not any(re.search(r"rank-(\d+)\.txt$", p.name) for p in out):
+        # files named otherwise (SimGrid's own examples/smpi/replay: actions0.txt, actions1.txt):
+        # smpirun -replay gives line i's file to rank i; each file's lines name its rank, and
+        # read_trace checks them (was "actions0.txt is not a SimGrid per-rank trace file")
+        return out
+
     def rank_of(p: Path) -> int:
         m = re.search(r"rank-(\d+)\.txt$", p.name)
         if not m:
-            raise UserError(f"{index}: {p.name} is not a SimGrid per-rank trace file")
+            raise UserError(f"{index}: {p.name} is not a SimGrid per-rank trace file (the others are named "
+                            "...rank-N.txt)")
         return int(m.group(1))
     out.sort(key=rank_of)
     if [rank_of(p) for p in out] != list(range(1, len(out) + 1)):
@@ -151,10 +161,24 @@ def without_proc_null(text: bytes) -> bytes | None:
     return out if n else None
 
 
-def _size(dt: bytes | None, unknown: list) -> int:
+def _count(x) -> int:
+    """A count of elements: digits, or a whole number >= 0 in exponent form ('1e6'; SimGrid
+    reads sizes as doubles). ValueError otherwise."""
+    try:
+        return int(x)
+    except ValueError:
+        v = float(x)
+    if not (v >= 0 and v < 2.0 ** 64 and v == int(v)):
+        raise ValueError(x)
+    return int(v)
+
+
+def _size(dt: bytes | None, unknown: list, default: int = 1) -> int:
     if dt is None or dt == b"":
-        unknown.append(1)
-        return 1
+        # no datatype field: SimGrid's replay uses its default type (MPI_BYTE, or MPI_DOUBLE when
+        # the init line has an argument, MPE's convention) -- not an undefined derived datatype
+        # ("SimGrid cannot replay such lines" refused SimGrid's own example traces)
+        return default
     s = DATATYPE_SIZE.get(int(dt))
     if s is None:
         unknown.append(1)
@@ -198,23 +222,35 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
             if why is not None:
                 raise UserError(f"{f}:{line_of(text, bad.start())}: {why}")
         other = re.search(rb"^(?!" + str(r).encode() + rb"[ \t])\d+[ \t]", text, re.M)
+        if other is not None and n == 1:
+            # SimGrid's shared trace (examples/smpi/replay/one_trace): one file of every rank's lines
+            raise UserError(f"{f}:{line_of(text, other.start())}: a line of rank {other.group(0).decode().strip()} "
+                            f"in a trace index of one rank file: one file holding every rank's actions (a shared "
+                            "trace)? rankmap reads one file per rank, listed in the index in rank order (what "
+                            "smpirun -trace-ti writes): split it by its first field (awk '{print > (\"rank-\" $1+1 "
+                            "\".txt\")}' FILE) and list the files")
         if other is not None:     # a line of another rank: files mixed up or spliced
             raise UserError(f"{f}:{line_of(text, other.start())}: a line of rank "
                             f"{other.group(0).decode().strip()} in the file of rank {r}")
+        init = re.search(rb"^\d+ init([ \t]+\S+)?[ \t\r]*$", text, re.M)
+        default = 8 if init is not None and init.group(1) else 1     # MPI_DOUBLE (MPE) or MPI_BYTE (TAU)
         for m in _ANY_SEND.finditer(text):
             line = m.group(0).rstrip(b"\r")
-            p = _P2P.fullmatch(line)
-            if p is not None:
-                dst, cnt, dt = int(p.group(1)), int(p.group(3)), p.group(4)
-            elif (p := _SENDRECV.match(line)) is not None:
-                cnt, dst, dt = int(p.group(1)), int(p.group(2)), p.group(5)
-            elif _TO_PROC_NULL.match(line):          # to MPI_PROC_NULL: nothing sent
-                continue
-            else:
+            p, q = _P2P.fullmatch(line), _SENDRECV.match(line)
+            try:
+                if p is not None:
+                    dst, cnt, dt = int(p.group(1)), _count(p.group(3)), p.group(4)
+                elif q is not None:
+                    cnt, dst, dt = _count(q.group(1)), int(q.group(2)), q.group(5)
+            except ValueError:          # 1.5 elements: no count
+                p = q = None
+            if p is None and q is None:
+                if _TO_PROC_NULL.match(line):          # to MPI_PROC_NULL: nothing sent
+                    continue
                 raise UserError(f"{f}:{line_of(text, m.start())}: cannot read the send line "
                                 f"{validate.show(line[:80].decode(errors='replace'), 90)} (counts are whole "
                                 "numbers >= 0)")
-            b = cnt * _size(dt, unknown)
+            b = cnt * _size(dt, unknown, default)
             pair(f, text, m, dst, b)
             rows.append(r), cols.append(dst), byts.append(b)
         starts += text.count(b" Start ")
@@ -226,7 +262,7 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
                     if len(tok) < 2 + 2 * n:        # fewer counts than ranks: not SMPI's line
                         raise ValueError(len(tok))
                     sc = [int(x) for x in tok[1:1 + n]]
-                    size = _size(tok[2 + 2 * n] if len(tok) > 2 + 2 * n else None, unknown)
+                    size = _size(tok[2 + 2 * n] if len(tok) > 2 + 2 * n else None, unknown, default)
                     for dst, c in enumerate(sc):
                         if c < 0 or c * size > validate.MAX_PAIR_BYTES:
                             raise ValueError(c)
@@ -234,11 +270,11 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
                             rows.append(r), cols.append(dst), byts.append(c * size)
                     continue
                 if op in ("gatherv", "scatterv"):
-                    _rooted_v(op, tok, n, r, unknown, rows, cols, byts)
+                    _rooted_v(op, tok, n, r, unknown, rows, cols, byts, default)
                     continue
                 if r != 0:          # every other collective: its table row comes from rank 0's file
                     continue
-                op_name, root, nbytes = _collective(op, tok, n, unknown)
+                op_name, root, nbytes = _collective(op, tok, n, unknown, default)
                 if nbytes < 0 or nbytes > validate.MAX_PAIR_BYTES or (op_name is not None and not -1 <= root < n):
                     raise ValueError(nbytes)
             except (ValueError, IndexError):
@@ -279,31 +315,37 @@ def read_trace(path: Path, model: str = "auto", allow_partial: bool = False) -> 
                    format=f"smpi (collectives: {model})", notes=notes)
 
 
-def _collective(op: str, tok: list, n: int, unknown: list):
+def _collective(op: str, tok: list, n: int, unknown: list, default: int = 1):
     """(profiler op name, root world rank or -1, per-call size n in the profiler's sense)."""
-    if op in ("bcast",):                       # count [root] type
-        root = int(tok[1]) if len(tok) >= 3 else 0
-        return op, root, int(tok[0]) * _size(tok[-1] if len(tok) >= 2 else None, unknown)
-    if op == "reduce":                         # count amount root type
-        root = int(tok[2]) if len(tok) >= 4 else 0
-        return op, root, int(tok[0]) * _size(tok[-1] if len(tok) >= 3 else None, unknown)
-    if op in ("allreduce", "scan", "exscan"):  # count amount type
-        return op, -1, int(tok[0]) * _size(tok[-1] if len(tok) >= 3 else None, unknown)
-    if op in ("allgather", "alltoall"):        # sendcount recvcount sendtype recvtype
-        return op, -1, int(tok[0]) * _size(tok[2] if len(tok) >= 4 else None, unknown)
-    if op in ("gather", "scatter"):            # sendcount [recvcount] [root] sendtype recvtype
-        root = int(tok[-3]) if len(tok) >= 5 else 0
-        return op, root, int(tok[0]) * _size(tok[-2] if len(tok) >= 3 else None, unknown)
+    # fields by position, the later ones optional, as SimGrid's replay reads them
+    # (smpi_replay.cpp's ArgParsers): 'bcast 100 2' is a bcast from root 2 of the default type
+    # (the last field was taken for the datatype and the root for 0)
+    def at(i):
+        return tok[i] if len(tok) > i else None
+    if op in ("bcast",):                       # count [root [type]]
+        root = int(tok[1]) if len(tok) > 1 else 0
+        return op, root, _count(tok[0]) * _size(at(2), unknown, default)
+    if op == "reduce":                         # count amount [root [type]]
+        root = int(tok[2]) if len(tok) > 2 else 0
+        return op, root, _count(tok[0]) * _size(at(3), unknown, default)
+    if op in ("allreduce", "scan", "exscan"):  # count amount [type]
+        return op, -1, _count(tok[0]) * _size(at(2), unknown, default)
+    if op in ("allgather", "alltoall"):        # sendcount recvcount [sendtype [recvtype]]
+        return op, -1, _count(tok[0]) * _size(at(2), unknown, default)
+    if op in ("gather", "scatter"):            # sendcount recvcount [root [sendtype [recvtype]]]
+        root = int(tok[2]) if len(tok) > 2 else 0
+        return op, root, _count(tok[0]) * _size(at(3), unknown, default)
     if op == "allgatherv":                     # sendcount, P recv counts, types
         counts = [int(x) for x in tok[1:1 + n]]
-        return op, -1, sum(counts) * _size(tok[-1] if len(tok) > 1 + n else None, unknown)
+        return op, -1, sum(counts) * _size(tok[-1] if len(tok) > 1 + n else None, unknown, default)
     if op == "reducescatter":                  # P recv counts, amount, type
         counts = [int(x) for x in tok[:n]]
-        return OPS[op], -1, sum(counts) * _size(tok[-1] if len(tok) > n else None, unknown)
+        return OPS[op], -1, sum(counts) * _size(tok[-1] if len(tok) > n else None, unknown, default)
     raise ValueError(op)        # gatherv / scatterv: _rooted_v
 
 
-def _rooted_v(op: str, tok: list, n: int, r: int, unknown: list, rows: list, cols: list, byts: list) -> None:
+def _rooted_v(op: str, tok: list, n: int, r: int, unknown: list, rows: list, cols: list, byts: list,
+              default: int = 1) -> None:
     """Rank r's message of a gatherv (to the root) or scatterv (from it), from r's own line
     (SMPI 3.32: gatherv sendcount, P recv counts, root, send and recv types; scatterv P send
     counts, recvcount, root, types; the P counts are the root's, zeros on the other ranks):
@@ -316,7 +358,7 @@ def _rooted_v(op: str, tok: list, n: int, r: int, unknown: list, rows: list, col
     if not 0 <= root < n:
         raise ValueError(root)
     count, dt = (tok[0], 2 + n) if op == "gatherv" else (tok[n], 3 + n)
-    b = int(count) * _size(tok[dt] if len(tok) > dt else None, unknown)
+    b = _count(count) * _size(tok[dt] if len(tok) > dt else None, unknown, default)
     if b < 0 or b > validate.MAX_PAIR_BYTES:
         raise ValueError(b)
     if b and r != root:

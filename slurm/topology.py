@@ -234,17 +234,17 @@ def _block_paths(recs: list[dict], where: str) -> tuple[dict, str]:
         factors = sorted({s // sizes[0] for s in sizes})
     else:
         factors = [1, 2, 4, 8]                      # Slurm's default: 1, 2, 4 and 8 base blocks
-    # the base block's node count: BlockSizes' first, else the first block's; Slurm refuses a
-    # block with fewer (newer releases: with another count), and rankmap's aggregates of
-    # unequal blocks were ragged
+    # the base block's node count: BlockSizes' first, else the first block's. topology.conf(5):
+    # "Each block must have at least the planning base block size count of nodes" (its own
+    # example: blocks of 32 nodes, BlockSizes=30,120); one of fewer is refused (by Slurm too)
     want = sizes[0] if sizes_text else len(base[0][1])
-    odd = next(((name, nodes) for name, nodes in base if len(nodes) != want), None)
+    odd = next(((name, nodes) for name, nodes in base if len(nodes) < want), None)
     if odd is not None:
         r = next(x for x in blocks if x["blockname"] == odd[0])
         said = f"BlockSizes={sizes_text} makes a base block {want} node(s)" if sizes_text else \
             f"block {base[0][0]} has {want}"
         raise UserError(f"{_at(where, r)}: block {odd[0]} has {len(odd[1])} node(s) and {said}; topology/block's base "
-                        "blocks all have one number of nodes (Slurm refuses others too)")
+                        "blocks have at least the base block size of nodes (Slurm refuses fewer too)")
     factors = [f for f in factors if f > 1 and f < 2 * len(base)]
     for i, (name, nodes) in enumerate(base):
         aggs = [f"{'+'.join(b[0] for b in base[(i // f) * f:(i // f + 1) * f])}" for f in reversed(factors)]
@@ -285,6 +285,14 @@ def parse(text: str, where: str, conf: bool = False) -> dict:
     elif any("blockname" in r or "aggregatedblock" in r or "blocksizes" in r for r in recs):
         paths, what = _block_paths(recs, where)
         kind, plugin = "blocks", "topology/block"
+    elif any("ringname" in r for r in recs):
+        # topology/ring (Slurm 25.11+, topology.conf(5)): was "describes no switches ... is a
+        # topology plugin configured?" of a file that configures one
+        r = next(r for r in recs if "ringname" in r)
+        raise UserError(f"{_at(where, r)}: RingName= lines (Slurm's topology/ring plugin): rankmap reads the "
+                        "topology/tree and topology/block plugins' lines, not rings; a job runs inside one ring: "
+                        "describe it as a ring of its nodes with --network torus:N (N nodes, --coords FILE giving "
+                        "each host's position on the ring)")
     elif any(ln.split("#", 1)[0].strip().lstrip("- ").startswith("topology:") for ln in text.splitlines()):
         raise UserError(f"{where}: a topology.yaml (Slurm 25.05's format); rankmap reads topology.conf lines "
                         "(SwitchName=s1 Nodes=n[1-4], SwitchName=s0 Switches=s[1-2]; BlockName=, BlockSizes=): "
