@@ -94,12 +94,15 @@ def read_schedule(index: str | Path) -> Schedule | None:
     for f in files:
         acts = []
         expanded = rooted = 0
+        default = 1         # a line without its datatype: SimGrid's default type (smpi_trace._size)
         with open(f, "rb") as fh:
             for ln in fh:
                 t = ln.split()
                 if len(t) < 2:
                     continue
                 op = t[1].decode(errors="replace")
+                if op == "init":                            # MPI_DOUBLE after `init ARG` (MPE's traces)
+                    default = 8 if len(t) > 2 else 1
                 if op in _SKIP:
                     continue
                 if op in _COMPUTE:
@@ -119,7 +122,7 @@ def read_schedule(index: str | Path) -> Schedule | None:
                 if op in _SENDS or op in _RECVS:
                     if len(a) < 3:
                         return None
-                    size = a[2] * DATATYPE_SIZE.get(a[3] if len(a) > 3 else 0, 1)
+                    size = a[2] * (DATATYPE_SIZE.get(a[3], 1) if len(a) > 3 else default)
                     kind = ("i" if op[0] in "iI" else "") + ("send" if op in _SENDS else "recv")
                     acts.append((kind, a[0], a[1], size))
                 elif op == "wait":
@@ -129,7 +132,7 @@ def read_schedule(index: str | Path) -> Schedule | None:
                 elif op == "waitall":
                     acts.append(("waitall",))
                 elif op in _VCOLLS:
-                    got = _vcoll(op, t[2:], P)
+                    got = _vcoll(op, t[2:], P, default)
                     if got is None:
                         return None
                     if op in ("alltoallv", "allgatherv"):
@@ -140,7 +143,7 @@ def read_schedule(index: str | Path) -> Schedule | None:
                         got = got if rooted <= rooted_max else got[:5]
                     acts.append(got)
                 elif op in _COLLS:
-                    got = _coll(op, a)
+                    got = _coll(op, a, default)
                     if op in ("allgather", "scan", "exscan"):
                         expanded += 1
                         got = got + ("messages",) if expanded <= per_pair else got
@@ -312,12 +315,13 @@ def _rooted_messages(act: tuple, r: int, P: int, k: int) -> list:
         [("isend", i, ("barrier", k), 0) for i in others]
 
 
-def _coll(op: str, a: list) -> tuple:
+def _coll(op: str, a: list, default: int = 1) -> tuple:
     """("coll", op, root, bytes, flops) from SMPI 3.32's replay formats: bcast size [root [dt]],
     reduce size comp [root [dt]], allreduce size comp [dt], gather/allgather/alltoall/scatter
-    sendsize recvsize [root] [dt dt]; barrier: no size (the v variants: _vcoll)."""
+    sendsize recvsize [root] [dt dt]; barrier: no size (the v variants: _vcoll). default: the
+    size of an element where the line gives no datatype."""
     from rankmap.profiler.smpi_trace import DATATYPE_SIZE
-    size = lambda n, k: n * DATATYPE_SIZE.get(a[k] if len(a) > k else 0, 1)  # noqa: E731
+    size = lambda n, k: n * (DATATYPE_SIZE.get(a[k], 1) if len(a) > k else default)  # noqa: E731
     if op == "bcast":
         return ("coll", op, a[1] if len(a) > 1 else 0, size(a[0], 2) if a else 0, 0.0)
     if op in ("reduce", "allreduce", "scan", "exscan"):
@@ -334,7 +338,7 @@ def _coll(op: str, a: list) -> tuple:
 _VCOLLS = {"allgatherv", "alltoallv", "reducescatter", "gatherv", "scatterv"}
 
 
-def _vcoll(op: str, tok: list, P: int) -> tuple | None:
+def _vcoll(op: str, tok: list, P: int, default: int = 1) -> tuple | None:
     """("coll", op, root, bytes, flops) of a collective with counts per rank (SMPI 3.32's
     lines, as profiler/smpi_trace.py reads them): the bytes per pair are the mean of the
     counts, the same on every rank's line where the line lists every rank's count (a rank's
@@ -345,7 +349,7 @@ def _vcoll(op: str, tok: list, P: int) -> tuple | None:
         x = [int(float(v)) for v in tok]
     except (ValueError, OverflowError):
         return None
-    dt = lambda k: DATATYPE_SIZE.get(x[k] if len(x) > k else 0, 1)   # noqa: E731
+    dt = lambda k: DATATYPE_SIZE.get(x[k], 1) if len(x) > k else default   # noqa: E731
     mean = lambda c: sum(c) / max(1, len(c))                          # noqa: E731
     if op == "allgatherv":            # sendcount, P recv counts, sendtype recvtype
         if len(x) < 1 + P:
