@@ -50,7 +50,20 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     cap = MAX_NODES if isinstance(net, Torus) else MAX_NODES_TREE
     if net is None or not hasattr(net, "crosses") or not 3 <= machine.nnodes <= cap:
         return slot, {}
-    net_links = net.link_kinds() != "injection"     # what moving node contents can change
+    # a torus of many more positions than nodes: its links in runs of equal load, each entry
+    # standing for mult links (network.CompactLinks: 2048 x 2048 holding 8 nodes had arrays of
+    # 16 M links per candidate move, 1.3 GB), else every link its own entry
+    comp = net.compact_links() if isinstance(net, Torus) else None
+    if comp is not None:
+        route = lambda a, b, w, g=None, ng=1: comp.loads(net, a, b, w, g, ng)   # noqa: E731
+        crosses = lambda a, b, link: comp.crosses(net, a, b, link)              # noqa: E731
+        net_links = np.ones(comp.nlinks, bool)
+        mult = comp.mult
+    else:
+        route = lambda a, b, w, g=None, ng=1: net.link_loads(a, b, w, g, ng, injection=False)   # noqa: E731
+        crosses = net.crosses
+        net_links = net.link_kinds() != "injection"     # what moving node contents can change
+        mult = None
     n_of = machine.slot_node
     Q = _node_traffic(M, machine, slot)
     g_all, h_all = np.nonzero(Q)
@@ -59,7 +72,7 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     w_all = Q[g_all, h_all]
     kind, by_core, bounds = _node_kinds(machine)     # nodes trade contents only with their own kind
     pos = np.arange(machine.nnodes)                          # group g (the ranks now on node g) sits on node pos[g]
-    loads = net.link_loads(pos[g_all], pos[h_all], w_all, injection=False).ravel()
+    loads = route(pos[g_all], pos[h_all], w_all).ravel()
     if not len(loads):
         return slot, {}                    # one switch: only the nodes' own links, which no move changes
     hop = float((w_all * net.hops(pos[g_all], pos[h_all])).sum())
@@ -76,7 +89,8 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
     cost_limit = cost * (1 + tolerance) + 1e-9
     start = (float(loads.max()), hop)
     used = loads[loads > 0]
-    if isinstance(net, Torus) and start[0] < SPREAD * used.mean():
+    if isinstance(net, Torus) and start[0] < SPREAD * (
+            used.mean() if mult is None else (used * mult[loads > 0]).sum() / mult[loads > 0].sum()):
         return slot, {}                    # the traffic is already spread evenly over the links
     # every pair's hops, read by each candidate move (routing its pairs again each time was a
     # third of the moves' scoring on a 10 x 10 mesh)
@@ -124,21 +138,21 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
         keep = ok[k]                                        # (order kept: the same sums per link)
         kk = (np.cumsum(ok) - 1)[k[keep]]
         og, oh, ng, nh, w = og[keep], oh[keep], ng[keep], nh[keep], w[keep]
-        dl = net.link_loads(np.concatenate([og, ng]), np.concatenate([oh, nh]), np.concatenate([-w, w]),
-                            np.concatenate([kk, kk]), m, injection=False).reshape(m, -1)
+        dl = route(np.concatenate([og, ng]), np.concatenate([oh, nh]), np.concatenate([-w, w]),
+                   np.concatenate([kk, kk]), m).reshape(m, -1)
         return bs[ok], dl, dh[ok], dc[ok]
 
     for _ in range(MAX_ROUNDS):
         if deadline is not None and time.monotonic() > deadline:
             break                          # --time-limit: the swaps made so far stand
         hot = int(np.flatnonzero(net_links)[int(np.argmax(loads))])
-        through = net.crosses(pos[g_all], pos[h_all], hot)
+        through = crosses(pos[g_all], pos[h_all], hot)
         # the groups that put the most bytes on the busiest link are the ones worth moving
         weight = np.zeros(machine.nnodes)
         np.add.at(weight, g_all[through], w_all[through])
         np.add.at(weight, h_all[through], w_all[through])
         involved = [int(x) for x in np.argsort(-weight)[:TOP_GROUPS] if weight[x] > 0]
-        cur = (float(loads.max()), float((loads ** 2).sum()))
+        cur = (float(loads.max()), float((loads ** 2).sum() if mult is None else (mult * loads ** 2).sum()))
         best = None
         for a in involved:
             bs = [b for b in range(machine.nnodes) if b != a and kind[b] == kind[a]]
@@ -146,7 +160,7 @@ def balance(M: sp.spmatrix, machine: Machine, slot: np.ndarray, tolerance: float
                 continue
             bs, dl, dh, dc = deltas(int(a), bs)
             nl = loads[None, :] + dl
-            mx, sq = nl.max(axis=1), (nl ** 2).sum(axis=1)
+            mx, sq = nl.max(axis=1), ((nl ** 2).sum(axis=1) if mult is None else (mult * nl ** 2).sum(axis=1))
             for k in range(len(bs)):
                 sc = (float(mx[k]), float(sq[k]))
                 if sc < cur and (best is None or sc < best[0]):

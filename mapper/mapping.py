@@ -176,8 +176,17 @@ def _final(traffic: Traffic, machine, graph, algorithm, seed, tries, time_limit,
         res, timing = map_parallel(traffic, machine, parallel[0], parallel[1], seed, refine, time_limit, graph)
     else:
         predictor = _predictor(traffic, machine, network)
+        if predictor is not None and time_limit is not None:
+            # --time-limit: predict's estimates of solve's candidate mappings stop at the end of
+            # this search's share (solve.choose_predicted); they ran on past it (an SMPI trace of
+            # 1,024 ranks on an 8x8x8 torus, --time-limit 2: 88 s)
+            predictor.deadline = time.monotonic() + time_limit
         res = solve.solve(traffic, machine, algorithm, seed, tries, time_limit, refine, fill, graph=graph,
                           predictor=predictor)
+        if getattr(predictor, "unpredicted", 0):
+            notes.append(f"network model: the time limit left {predictor.unpredicted} of the candidate mappings "
+                         "unpredicted (the choice was made among those predicted, or the cost's kept); the result "
+                         "depends on the machine's speed")
     return full, machine, sel, notes + list(res.notes), res, predictor, timing
 
 
@@ -245,15 +254,21 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
         of[name] = of[f"{name}, block order"] = name
     narrow = {k: v for k, v in costs.items() if k not in wider}
     by_cost = min(narrow, key=narrow.get)     # the choice without a network (ties: the first)
+    if deadline is not None:
+        # --time-limit: predict's estimates of the candidates get half of what is left, the full
+        # searches the rest (they ran on past the limit: an SMPI trace of 1,024 ranks on an 8x8x8
+        # torus, --time-limit 2, took 52 s); past it the candidates not yet estimated are left out
+        # (solve.choose_predicted: by_cost too unless another was estimated)
+        predictor.deadline = time.monotonic() + 0.5 * max(0.0, deadline - time.monotonic())
     pick, predicted = solve.choose_predicted({k: v for k, v in pool.items() if of[k] not in wider}, by_cost,
                                              machine, predictor)
     narrow_pick = pick
     wide = {k: v for k, v in pool.items() if of[k] in wider and of[k] in costs}
-    if wide:                                  # (WIDER_MARGIN's comment)
+    if wide and predicted:                    # (WIDER_MARGIN's comment)
         first = min(wide, key=lambda k: costs[of[k]])
         wpick, wpred = solve.choose_predicted(wide, first, machine, predictor)
         predicted.update(wpred)
-        if wpred[wpick] < (1 - WIDER_MARGIN) * predicted[pick]:
+        if wpred and wpred[wpick] < (1 - WIDER_MARGIN) * predicted[pick]:
             pick = wpick
     estimates = {}
     for k, v in predicted.items():           # each node set: the lower of its two
@@ -264,16 +279,20 @@ def _choose_nodes_predicted(traffic: Traffic, graph, machine, cands: list, ncomp
     chosen = of[pick]
     note = (f"{len(costs) - scat - wid} compact (boxes, leaves, the run's allocation), {scat} scattered"
             + (f" and {wid} wider (--extra-nodes)" if wider else "") + " candidate(s) "
-            f"compared by predict's {what} of a quick mapping and of block order on each: {pick} "
-            f"({predicted[pick]:.4g} s)")
-    if chosen != by_cost:
+            f"compared by predict's {what} of a quick mapping and of block order on each: " +
+            (f"{pick} ({predicted[pick]:.4g} s)" if predicted else
+             f"none was estimated within the time limit, {by_cost} (the cheapest by the cost) is kept"))
+    if predicted and chosen != by_cost:
         note += f" against {by_cost} ({estimates[by_cost]:.4g} s), the cheapest by the cost"
-    else:
+    elif predicted:
         others = {k: v for k, v in estimates.items() if k != chosen}
         if others:
             nxt = min(others, key=others.get)
             note += f"; next {nxt} ({others[nxt]:.4g} s)"
     note += no_wider + quick.said()
+    if getattr(predictor, "unpredicted", 0):
+        note += (f"; the time limit left {predictor.unpredicted} of the candidate mappings unpredicted (the "
+                 "choice was made among those predicted, or the cost's kept)")
     nodes = {k: [machine.hosts[x] for x in named[k][0]] for k in estimates}
     roles = {"chosen": chosen, "by_cost": by_cost}
     if chosen in wider:

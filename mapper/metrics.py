@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from rankmap.mapper import refine
 from rankmap.mapper.machine import Machine
-from rankmap.mapper.network import Dragonfly, Hierarchy, SwitchTree
+from rankmap.mapper.network import Dragonfly, Hierarchy, SwitchTree, Torus
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 from rankmap.profiler.formats import symmetric
@@ -105,6 +105,23 @@ def link_loads(M: sp.spmatrix, machine: Machine, slot: np.ndarray, numpy_only: b
                                                             np.zeros(0), machine)
 
 
+def _compact_loads(M, machine: Machine, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """On a torus of many more positions than nodes (Torus.compact_links): (bytes per entry of
+    its runs of equal load, links per entry), from the traffic summed per pair of nodes; None
+    elsewhere (the loads per link, link_loads)."""
+    net = machine.network
+    comp = net.compact_links() if isinstance(net, Torus) else None
+    if comp is None:
+        return None
+    c = M.directed if isinstance(M, Pairs) else sp.coo_matrix(M)
+    s = _in_machine(slot, machine, c.shape[0])
+    na, nb = machine.slot_node[s[c.row]], machine.slot_node[s[c.col]]
+    x = na != nb
+    key, inv = np.unique(na[x] * machine.nnodes + nb[x], return_inverse=True)
+    w = np.bincount(inv.reshape(-1), weights=c.data[x], minlength=len(key))
+    return comp.loads(net, key // machine.nnodes, key % machine.nnodes, w), comp.mult
+
+
 def placement(slot_of_rank, machine: Machine, n: int | None = None) -> np.ndarray:
     """A mapping a caller gives (a list or array of slots, one per rank), checked: n ranks
     (when n is given), every slot one of the machine's, no slot taken twice (a core takes
@@ -171,8 +188,20 @@ def evaluate(M: sp.spmatrix | Pairs, machine: Machine, slot: np.ndarray, numpy_o
         wx = Mc.data[part][x]
         nic += np.bincount(ma[x], weights=wx, minlength=machine.nnodes)
         nic += np.bincount(mb[x], weights=wx, minlength=machine.nnodes)
-    loads = link_loads(pairs, machine, slot, numpy_only)
-    used = loads[loads > 0]
+    compact = _compact_loads(pairs, machine, slot)
+    if compact is not None:
+        # a torus of many more positions than nodes: the links in runs of equal load, each
+        # entry standing for mult links (network.CompactLinks), not an array per position
+        loads, mult = compact
+        on = loads > 0
+        n_used = float(mult[on].sum())
+        max_load, links_used = (float(loads.max()) if len(loads) else 0.0), int(n_used)
+        mean_load = float((loads[on] * mult[on]).sum() / n_used) if n_used else 0.0
+    else:
+        loads = link_loads(pairs, machine, slot, numpy_only)
+        used = loads[loads > 0]
+        max_load, links_used = (float(loads.max()) if len(loads) else 0.0), int(len(used))
+        mean_load = float(used.mean()) if len(used) else 0.0
     extra = {}
     if isinstance(machine.network, Hierarchy):
         glob = loads[machine.network.link_kinds() == "global"]
@@ -186,9 +215,9 @@ def evaluate(M: sp.spmatrix | Pairs, machine: Machine, slot: np.ndarray, numpy_o
         "dilation_mean": d_sum / pairs if pairs else 0.0,
         "dilation_weighted": net_hb / total if total else 0.0,
         "dilation_max": d_max,
-        "max_link_load": float(loads.max()) if len(loads) else 0.0,
-        "mean_link_load": float(used.mean()) if len(used) else 0.0,
-        "links_used": int(len(used)),
+        "max_link_load": max_load,
+        "mean_link_load": mean_load,
+        "links_used": links_used,
         "internode_fraction": inter_w / total if total else 0.0,
         "nic_volume_max": float(nic.max()) if len(nic) else 0.0,
         "nic_volume": nic.tolist(),

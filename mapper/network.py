@@ -197,18 +197,39 @@ class Torus:
     def through(self, na: np.ndarray, nb: np.ndarray, w: np.ndarray, nnodes: int) -> np.ndarray:
         """Bytes each node's router passes: every node a route visits, its ends included."""
         w = np.asarray(w, dtype=np.float64)
-        node_at = np.full(self.positions, -1, dtype=np.int64)
-        node_at[self.pos(self.coords)] = np.arange(len(self.coords))
+        # the node at each position, looked up among the nodes' positions (not an array over
+        # every position of the torus: 2048 x 2048 holding 8 nodes)
+        npos = self.pos(self.coords)
+        order = np.argsort(npos, kind="stable")
+        spos = npos[order]
         v = np.zeros(nnodes)
         for idx, p, _, _ in self.walk(na, nb):       # the node each hop leaves: the source and transit nodes
-            nodes = node_at[p]
-            ok = nodes >= 0                             # positions without a node of this machine do not count
+            at = np.minimum(np.searchsorted(spos, p), max(len(spos) - 1, 0))
+            ok = spos[at] == p if len(spos) else np.zeros(len(p), bool)   # positions without a node do not count
+            nodes = order[at]
             np.add.at(v, nodes[ok], w[idx][ok])
         np.add.at(v, nb, w)                             # and where each route ends
         return v
 
     def subset(self, nodes) -> "Torus":
         return Torus(dims=self.dims, wrap=self.wrap, coords=self.coords[np.asarray(nodes)])
+
+    def compact_links(self) -> "CompactLinks | None":
+        """The links in runs of equal load (CompactLinks) where the torus has many more
+        positions than nodes (COMPACT_*), else None (every link its own entry, as
+        link_loads lays them out). Made once per network object (coords are not changed in
+        place: subset() makes a new one)."""
+        n = len(self.coords)
+        if self.positions < COMPACT_MIN_POSITIONS or self.positions < COMPACT_RATIO * n or n > COMPACT_MAX_NODES:
+            return None
+        cached = self.__dict__.get("_compact")
+        if cached is not None and cached[0] is self.coords:
+            return cached[1]
+        c = CompactLinks(self)
+        if c.nlinks * COMPACT_RATIO > self.positions * len(self.dims) * 2:
+            c = None
+        self.__dict__["_compact"] = (self.coords, c)
+        return c
 
     def link_kinds(self) -> np.ndarray:
         return np.full(self.positions * len(self.dims) * 2, "torus", dtype=object)
@@ -221,6 +242,118 @@ class Torus:
             per_ring = size if (self.wrap[d] and size > 2) else size - 1
             n += 2 * per_ring * (self.positions // size)
         return n
+
+
+# A torus of many more positions than nodes (2048x2048 holding 8 nodes): its links in runs
+# of equal load (Torus.compact_links), used where the positions outnumber the nodes this many
+# times and there are at least COMPACT_MIN_POSITIONS of them; below that every link is its own
+# entry, as before (the same numbers to the last bit)
+COMPACT_MIN_POSITIONS = 1 << 16
+COMPACT_RATIO = 8
+COMPACT_MAX_NODES = 4096
+
+
+class CompactLinks:
+    """The directed links of a sparsely populated torus in runs of equal load: dimension-order
+    routes between its nodes start and end each dimension's run at node coordinates (a - run
+    at one past them), so along a line of dimension d the load only changes at the
+    breakpoints B_d (the nodes' coordinates x and x + 1, and 0); and a run along d lies on a
+    line whose coordinates below d are a node's (the target's) and above d a node's (the
+    source's). Entry (d, line = (prefix p, suffix s), segment k, direction) stands for the
+    mult = B_d[k+1] - B_d[k] links leaving B_d[k] .. B_d[k+1] - 1: what every consumer of
+    the loads reads (the busiest link, the links used, their mean, the sum of squares) is a
+    sum or max over these with their multiplicities. Sized by the nodes (prefixes x suffixes
+    x breakpoints per dimension), not by the torus's positions."""
+
+    def __init__(self, net: "Torus"):
+        c = np.asarray(net.coords, dtype=np.int64)
+        self.dims, self.wrap = tuple(int(x) for x in net.dims), tuple(bool(x) for x in net.wrap)
+        nd = len(self.dims)
+        self.bps, self.pre, self.suf, self.npre, self.nsuf, self.off = [], [], [], [], [], []
+        total = 0
+        for d, size in enumerate(self.dims):
+            x = c[:, d]
+            nxt = (x + 1) % size if self.wrap[d] else x[x + 1 < size] + 1
+            self.bps.append(np.unique(np.concatenate([x, nxt, [0]])))
+            pre = np.unique(c[:, :d], axis=0, return_inverse=True)[1].reshape(-1) if d else np.zeros(len(c), np.int64)
+            suf = (np.unique(c[:, d + 1:], axis=0, return_inverse=True)[1].reshape(-1) if d < nd - 1
+                   else np.zeros(len(c), np.int64))
+            self.pre.append(pre.astype(np.int64))
+            self.suf.append(suf.astype(np.int64))
+            self.npre.append(int(pre.max()) + 1 if len(c) else 1)
+            self.nsuf.append(int(suf.max()) + 1 if len(c) else 1)
+            self.off.append(total)
+            total += self.npre[d] * self.nsuf[d] * len(self.bps[d]) * 2
+        self.nlinks = total
+        mult = np.empty(total)
+        for d, size in enumerate(self.dims):
+            b = self.bps[d]
+            seg = np.diff(np.r_[b, size]).astype(np.float64)
+            mult[self.off[d]:self.off[d] + self.npre[d] * self.nsuf[d] * len(b) * 2] = \
+                np.tile(np.repeat(seg, 2), self.npre[d] * self.nsuf[d])
+        self.mult = mult
+
+    def _runs(self, net, na, nb, d, steps):
+        """The routes' runs along dimension d: (route indices, entry index of each one's first
+        segment with direction, segment count, breakpoints per line)."""
+        s = steps[d]
+        idx = np.flatnonzero(s != 0)
+        b, size = self.bps[d], self.dims[d]
+        nb_ = len(b)
+        ca, cb = net.coords[na[idx], d], net.coords[nb[idx], d]
+        neg = s[idx] < 0
+        # + leaves ca .. cb - 1 (round the ring); - leaves cb + 1 .. ca
+        first = np.where(neg, (cb + 1) % size if self.wrap[d] else cb + 1, ca)
+        last = np.where(neg, (ca + 1) % size if self.wrap[d] else ca + 1, cb)    # one past, as a coordinate
+        k0 = np.searchsorted(b, first)
+        k1 = np.searchsorted(b, last)                 # (a mesh's size: past the last breakpoint)
+        count = np.where(k1 > k0, k1 - k0, k1 - k0 + nb_)
+        line = self.pre[d][nb[idx]] * self.nsuf[d] + self.suf[d][na[idx]]
+        return idx, line, k0, count, neg.astype(np.int64), nb_
+
+    def loads(self, net, na, nb, w, group=None, ngroups: int = 1) -> np.ndarray:
+        """Bytes per entry, shape (nlinks,) or with group (ngroups, nlinks)."""
+        na, nb = np.asarray(na, dtype=np.int64), np.asarray(nb, dtype=np.int64)
+        w = np.asarray(w, dtype=np.float64)
+        grp = np.zeros(len(na), dtype=np.int64) if group is None else np.asarray(group, dtype=np.int64)
+        ng = ngroups if group is not None else 1
+        out = np.zeros((ng, self.nlinks))
+        steps = net._steps(net.coords[na], net.coords[nb])
+        for d in range(len(self.dims)):
+            idx, line, k0, count, neg, nbp = self._runs(net, na, nb, d, steps)
+            if not len(idx):
+                continue
+            nl = self.npre[d] * self.nsuf[d]
+            shape = (ng, nl, 2, 2 * nbp + 1)          # a run crossing the wrap-around is one interval
+            g, wd = grp[idx], w[idx]
+            start = np.ravel_multi_index((g, line, neg, k0), shape)
+            end = np.ravel_multi_index((g, line, neg, k0 + count), shape)
+            flat = np.concatenate([start, end])
+            size = int(np.prod(shape))
+            diff = np.bincount(flat, weights=np.concatenate([wd, -wd]), minlength=size).reshape(shape)
+            runs = np.bincount(flat, weights=np.repeat([1.0, -1.0], len(idx)), minlength=size).reshape(shape)
+            run = np.cumsum(diff, axis=3)
+            cnt = np.rint(np.cumsum(runs, axis=3)).astype(np.int64)
+            run = run[..., :nbp] + run[..., nbp:2 * nbp]
+            cnt = cnt[..., :nbp] + cnt[..., nbp:2 * nbp]
+            run[cnt == 0] = 0.0
+            # entry layout: [line, segment, direction]
+            out[:, self.off[d]:self.off[d] + nl * nbp * 2] = run.transpose(0, 1, 3, 2).reshape(ng, -1)
+        return out if group is not None else out[0]
+
+    def crosses(self, net, na, nb, link: int) -> np.ndarray:
+        """Which routes (na[i] -> nb[i]) use the links of entry `link`."""
+        na, nb = np.asarray(na, dtype=np.int64), np.asarray(nb, dtype=np.int64)
+        d = int(np.searchsorted(self.off, link, side="right")) - 1
+        nbp = len(self.bps[d])
+        line_l, rest = divmod(int(link) - self.off[d], nbp * 2)
+        k_l, dir_l = divmod(rest, 2)
+        hit = np.zeros(len(na), bool)
+        steps = net._steps(net.coords[na], net.coords[nb])
+        idx, line, k0, count, neg, _ = self._runs(net, na, nb, d, steps)
+        inside = np.mod(k_l - k0, nbp) < count
+        hit[idx[(line == line_l) & (neg == dir_l) & inside]] = True
+        return hit
 
 
 class Hierarchy:

@@ -122,7 +122,11 @@ def _torus_link_loads(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np
     key = na[inter] * machine.nnodes + nb[inter]
     uk, inv = np.unique(key, return_inverse=True)
     w = np.bincount(inv, weights=M.data[inter])
-    return _routed(machine.network).link_loads(uk // machine.nnodes, uk % machine.nnodes, w).ravel()
+    net = _routed(machine.network)
+    comp = machine.network.compact_links()      # many more positions than nodes: runs of equal load (the busiest
+    if comp is not None:                        # is all predict reads), not an array per position
+        return comp.loads(net, uk // machine.nnodes, uk % machine.nnodes, w)
+    return net.link_loads(uk // machine.nnodes, uk % machine.nnodes, w).ravel()
 
 
 def _through(M: sp.coo_matrix, machine: Machine, na: np.ndarray, nb: np.ndarray) -> np.ndarray:

@@ -709,8 +709,13 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
     where the screening one replays in turn) has its FINAL_TOP best, those within FINAL_BAND
     of the best (FINAL_MAX in all) and `chosen` estimated again by it, and the pick is made
     among those by it. Returns the pick and name -> predicted seconds (the run's, with a
-    pair)."""
+    pair). A predictor with a `deadline` (mapping.py: --time-limit's share) estimates no more
+    candidates past it (`chosen` still, to compare the others with, if any was), nor the final
+    estimates; `unpredicted` counts the mappings left; none estimated: (`chosen`, {})."""
     epoch = getattr(predictor, "epoch", lambda: 0)
+    until = getattr(predictor, "deadline", None)
+    last = [0.0]                       # the last estimate's seconds: one more would pass the deadline
+    late = lambda: until is not None and time.monotonic() + last[0] > until     # noqa: E731
     keys = {name: machine.slot_node[np.asarray(s)].tobytes() for name, s in pool.items()}   # rank -> node
     for _ in range(2):                 # again if the predictor changed its model midway (epoch)
         e0 = epoch()
@@ -718,13 +723,21 @@ def choose_predicted(pool: dict, chosen: str, machine: Machine, predictor) -> tu
         predicted, comm = {}, {}
         for name, s in pool.items():
             if keys[name] not in seen:
+                if late() and (name != chosen or not seen):   # past it: `chosen` only to compare with others
+                    continue
+                t = time.monotonic()
                 v = predictor(s)
+                last[0] = time.monotonic() - t
                 seen[keys[name]] = (float(v[0]), float(v[1])) if isinstance(v, tuple) else (float(v), float(v))
             predicted[name], comm[name] = seen[keys[name]]
         if epoch() == e0:
             break
     among = list(predicted)
-    final = getattr(predictor, "final", None)
+    if until is not None:
+        predictor.unpredicted = getattr(predictor, "unpredicted", 0) + len(set(keys.values()) - set(seen))
+        if chosen not in predicted:        # none estimated in time: the cost's choice, no estimates
+            return chosen, {}
+    final = None if late() else getattr(predictor, "final", None)
     if final is not None:
         order = sorted(predicted, key=lambda k: predicted[k])        # stable: ties keep pool's order
         band = predicted[order[0]] * (1 + FINAL_BAND)
