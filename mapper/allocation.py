@@ -10,8 +10,6 @@
   candidates' quick mappings are compared by predict's estimate instead of the cost."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from rankmap.mapper.machine import Machine
@@ -234,8 +232,14 @@ def wider_node_sets(machine: Machine, nranks: int, extra_percent: float) -> list
     return out
 
 
-# _torus_boxes stops enumerating box shapes once this many boxes hold the ranks
+# _torus_boxes stops enumerating box shapes once this many boxes hold the ranks, or once it
+# has summed over this many positions (box shapes x the torus's positions): what was found by
+# then stands (shapes go by their extents' sum, the most cubic first)
 TORUS_BOXES_MAX = 20000
+TORUS_BOXES_WORK = 400_000_000
+# tori with few nodes (their boxes x nodes up to this): every box whose faces touch nodes,
+# the node sets counted from the nodes' coordinates, not from a grid of every position
+TIGHT_BOXES_WORK = 50_000_000
 
 
 def _cyclic_window_sum(a: np.ndarray, shape: tuple, wrap: tuple) -> np.ndarray:
@@ -262,33 +266,55 @@ def _torus_boxes(machine: Machine, cap: np.ndarray, nranks: int) -> list[np.ndar
     """The CANDIDATES most compact boxes of the torus that hold the ranks: the fewest nodes,
     then the most cubic box (smallest sum of extents), then the smallest volume, then the
     lowest node indices; each set of nodes once. Box sums by cumulative sums over the grid
-    of positions (a box per position and shape: 2,048 positions took 5.5 s in Python)."""
+    of positions (a box per position and shape: 2,048 positions took 5.5 s in Python), box
+    shapes by their extents' sum: once CANDIDATES node sets of the fewest nodes any box can
+    hold (fewest_nodes) are found, no later shape can come before them (shapes in the order
+    of itertools.product stopped at TORUS_BOXES_MAX among 1 x b x c slabs: on a 16 x 16 x 8
+    torus 64 nodes were six 1 x 8 x 8 slabs, no 4 x 4 x 4 cube). Tori of few nodes (8 on
+    2,048 x 2,048): _tight_boxes."""
     net = machine.network
     dims = tuple(int(d) for d in net.dims)
     wrap = tuple(bool(w) for w in net.wrap)     # a mesh line's boxes do not cross its ends
+    coords = np.asarray(net.coords, dtype=np.int64)
+    tight = _tight_boxes(coords, dims, wrap, cap, nranks)
+    if tight is not None:
+        return tight
     node_at = np.full(dims, -1, dtype=np.int64)
-    node_at[tuple(np.asarray(net.coords, dtype=np.int64).T)] = np.arange(len(net.coords))
+    node_at[tuple(coords.T)] = np.arange(len(coords))
     there = node_at >= 0
     capg = np.where(there, cap[np.where(there, node_at, 0)], 0).astype(np.int64)
     have = there.astype(np.int64)
     cmax = int(cap.max())
+    least = fewest_nodes(cap, nranks)
+    positions = int(np.prod(dims))
     rec_n, rec_sum, rec_vol, rec_shape, rec_off, shapes = [], [], [], [], [], []
-    total = 0
-    for shape in itertools.product(*(range(1, d + 1) for d in dims)):
+    total = work = 0
+    grid = np.stack(np.meshgrid(*(np.arange(1, d + 1) for d in dims), indexing="ij"), -1).reshape(-1, len(dims))
+    grid = grid[np.lexsort((grid.prod(1), grid.sum(1)))]      # by extents' sum, then volume (stable)
+    level, fewest = None, set()
+    for shape in map(tuple, grid.tolist()):
+        if sum(shape) != level:
+            if len(fewest) >= CANDIDATES or total > TORUS_BOXES_MAX or work > TORUS_BOXES_WORK:
+                break
+            level = sum(shape)
         vol = int(np.prod(shape))
         if vol * cmax < nranks:
             continue
+        work += positions
         ok = np.flatnonzero(_cyclic_window_sum(capg, shape, wrap).ravel() >= nranks)
         if ok.size:
-            rec_n.append(_cyclic_window_sum(have, shape, wrap).ravel()[ok])
+            n = _cyclic_window_sum(have, shape, wrap).ravel()[ok]
+            rec_n.append(n)
             rec_sum.append(np.full(ok.size, sum(shape)))
             rec_vol.append(np.full(ok.size, vol))
             rec_shape.append(np.full(ok.size, len(shapes)))
             rec_off.append(ok)
             total += ok.size
+            for o in ok[n == least][:8 * CANDIDATES]:      # (enough to stop; more only delays the stop)
+                if len(fewest) >= CANDIDATES:
+                    break
+                fewest.add(_box_nodes(node_at, dims, np.unravel_index(o, dims), shape))
         shapes.append(shape)
-        if total > TORUS_BOXES_MAX:
-            break
     if not total:
         raise UserError("no sub-box of the torus holds enough available slots")
     n_, sum_, vol_, shp, off = (np.concatenate(x) for x in (rec_n, rec_sum, rec_vol, rec_shape, rec_off))
@@ -296,14 +322,42 @@ def _torus_boxes(machine: Machine, cap: np.ndarray, nranks: int) -> list[np.ndar
     keys = np.stack([n_, sum_, vol_])[:, order]
     starts = np.flatnonzero(np.r_[True, (np.diff(keys, axis=1) != 0).any(axis=0)])
     bounds = np.r_[starts, len(order)]
+    groups = (_smallest_sets(node_at, dims, [shapes[k] for k in shp[order[lo:hi]]], off[order[lo:hi]])
+              for lo, hi in zip(bounds[:-1], bounds[1:]))
+    return _first_sets(groups)
+
+
+def _box_nodes(node_at: np.ndarray, dims: tuple, corner, shape: tuple) -> tuple:
+    ix = np.ix_(*[(oo + np.arange(s)) % d for oo, s, d in zip(corner, shape, dims)])
+    nodes = node_at[ix].ravel()
+    return tuple(np.sort(nodes[nodes >= 0]).tolist())
+
+
+def _smallest_sets(node_at: np.ndarray, dims: tuple, shapes: list, offs: np.ndarray) -> list[tuple]:
+    """The 2 x CANDIDATES smallest distinct node tuples of boxes of equal keys (as many
+    nodes each): enough for _first_sets, whatever earlier groups took (a full 6-D torus gave
+    3 million boxes of one key, each's tuple made in Python: 150 s)."""
+    best: list[tuple] = []
+    want = 2 * CANDIDATES
+    shapes_arr = np.array(shapes)
+    for shape in {tuple(x) for x in shapes_arr.tolist()}:
+        sel = np.flatnonzero((shapes_arr == shape).all(1))
+        rel = np.stack(np.meshgrid(*(np.arange(x) for x in shape), indexing="ij"), -1).reshape(-1, len(dims))
+        for lo in range(0, len(sel), max(1, 4_000_000 // len(rel))):
+            corner = np.stack(np.unravel_index(offs[sel[lo:lo + max(1, 4_000_000 // len(rel))]], dims), -1)
+            pos = (corner[:, None, :] + rel[None, :, :]) % np.array(dims)
+            nodes = np.sort(node_at[tuple(pos.reshape(-1, len(dims)).T)].reshape(len(corner), -1), axis=1)
+            k = int((nodes[0] >= 0).sum())
+            rows = np.unique(nodes[:, nodes.shape[1] - k:], axis=0)[:want]
+            best = sorted(set(best) | set(map(tuple, rows.tolist())))[:want]
+    return best
+
+
+def _first_sets(groups) -> list[np.ndarray]:
+    """The first CANDIDATES distinct node sets of groups of equal keys (in key order), each
+    group's by their node tuples."""
     out, seen = [], set()
-    for g in range(len(starts)):       # groups of equal (nodes, extents, volume): by their node tuples
-        group = []
-        for i in order[bounds[g]:bounds[g + 1]]:
-            o = np.unravel_index(off[i], dims)
-            ix = np.ix_(*[(oo + np.arange(s)) % d for oo, s, d in zip(o, shapes[shp[i]], dims)])
-            nodes = node_at[ix].ravel()
-            group.append(tuple(np.sort(nodes[nodes >= 0]).tolist()))
+    for group in groups:
         for nodes in sorted(group):
             if nodes not in seen:
                 seen.add(nodes)
@@ -311,6 +365,54 @@ def _torus_boxes(machine: Machine, cap: np.ndarray, nranks: int) -> list[np.ndar
             if len(out) >= CANDIDATES:
                 return out
     return out
+
+
+def _tight_boxes(coords: np.ndarray, dims: tuple, wrap: tuple, cap: np.ndarray, nranks: int) -> list | None:
+    """_torus_boxes on a torus of few nodes: a box's nodes are those of the box its faces
+    shrink to (each extent to the span of its nodes' coordinates, round the ring where it
+    wraps), which is as few nodes on a smaller sum of extents and volume; so the boxes whose
+    faces touch nodes are the only ones that come first for a set of nodes, and the same
+    sets come out as from every box. None where they are too many (TIGHT_BOXES_WORK)."""
+    n = len(coords)
+    per_dim = []                     # (extent, member mask (intervals x nodes)) of each dimension
+    count = 1
+    for d, (size, w) in enumerate(zip(dims, wrap)):
+        u = np.unique(coords[:, d])
+        a, b = np.repeat(u, len(u)), np.tile(u, len(u))         # first and last coordinate
+        if not w:
+            keep = b >= a
+            a, b = a[keep], b[keep]
+        ext = (b - a) % size + 1
+        if w:
+            # a span that reaches round the whole ring: the whole line (its start then does not matter)
+            full = ext >= size
+            a, b, ext = np.r_[a[~full], 0], np.r_[b[~full], size - 1], np.r_[ext[~full], size]
+        per_dim.append((a, ext))
+        count *= len(a)
+        if count * n > TIGHT_BOXES_WORK:
+            return None
+    x = coords
+    # member[d][i, k]: node k lies in interval i of dimension d
+    members = [((x[:, d][None, :] - a[:, None]) % dims[d] < ext[:, None]) for d, (a, ext) in enumerate(per_dim)]
+    inside = members[0]
+    sums, vols = per_dim[0][1].astype(np.int64), per_dim[0][1].astype(np.int64)
+    for d in range(1, len(dims)):
+        inside = (inside[:, None, :] & members[d][None, :, :]).reshape(-1, n)
+        e = per_dim[d][1].astype(np.int64)
+        sums = (sums[:, None] + e[None, :]).ravel()
+        vols = (vols[:, None] * e[None, :]).ravel()
+    capbox = inside.astype(np.int64) @ cap.astype(np.int64)
+    ok = np.flatnonzero(capbox >= nranks)
+    if not ok.size:
+        raise UserError("no sub-box of the torus holds enough available slots")
+    nn = inside[ok].sum(1)
+    order = ok[np.lexsort((vols[ok], sums[ok], nn))]
+    keys = np.stack([inside[order].sum(1), sums[order], vols[order]])
+    starts = np.flatnonzero(np.r_[True, (np.diff(keys, axis=1) != 0).any(axis=0)])
+    bounds = np.r_[starts, len(order)]
+    groups = ([tuple(np.flatnonzero(inside[i]).tolist()) for i in order[bounds[g]:bounds[g + 1]]]
+              for g in range(len(starts)))
+    return _first_sets(groups)
 
 
 def _fill_switches(machine: Machine, cap: np.ndarray, nranks: int) -> np.ndarray:

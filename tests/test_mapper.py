@@ -452,10 +452,15 @@ def _boxes_by_enumeration(m, nranks):
     return out[:allocation.CANDIDATES]
 
 
+@pytest.mark.parametrize("tight", [True, False], ids=["tight-boxes", "box-sums"])
 @pytest.mark.parametrize("trial", range(12))
-def test_torus_boxes_are_the_most_compact(trial):
-    """candidate_node_sets on tori and meshes with missing nodes (cumulative box sums) gives
-    the boxes a plain enumeration gives; on a mesh no box crosses a line's end."""
+def test_torus_boxes_are_the_most_compact(trial, tight, monkeypatch):
+    """candidate_node_sets on tori and meshes with missing nodes gives the boxes a plain
+    enumeration gives, both ways (the boxes whose faces touch nodes, counted from the nodes;
+    cumulative box sums over every position, shapes by their extents' sum); on a mesh no box
+    crosses a line's end."""
+    if not tight:
+        monkeypatch.setattr(allocation, "TIGHT_BOXES_WORK", 0)
     rng = np.random.default_rng(trial)
     dims = tuple(int(x) for x in rng.integers(1, 6, rng.integers(1, 4)))
     P = int(np.prod(dims))
@@ -1173,3 +1178,17 @@ def test_links_out_of_reach_within_the_cost_of_block_give_block_at_once():
     assert res.chosen == "block" and res.fell_back
     assert any("would cost more than block order itself" in x for x in res.notes), res.notes
     assert res.seconds < 60, res.seconds
+
+
+def test_torus_boxes_of_a_big_torus_are_cubes_not_slabs():
+    """Box shapes go by their extents' sum: on a 16 x 16 x 8 torus 64 nodes are 4 x 4 x 4 cubes
+    (shapes taken in itertools.product's order stopped at TORUS_BOXES_MAX among 1 x 8 x 8 slabs);
+    a 2,048 x 2,048 torus of 8 nodes takes the boxes of its nodes' coordinates."""
+    m = machine.build([f"n{i}" for i in range(2048)], ["core:1"], torus="16x16x8")
+    co = np.asarray(m.network.coords)
+    for s in allocation.candidate_node_sets(m, 64):
+        assert sorted(len(np.unique(co[s][:, d])) for d in range(3)) == [4, 4, 4]
+    hosts = [f"h{i}" for i in range(8)]
+    sparse = machine.build(hosts, ["core:1"], torus="2048x2048")
+    got = allocation.candidate_node_sets(sparse, 8)
+    assert [x.tolist() for x in got] == [list(range(8))]
