@@ -8,7 +8,8 @@ import sys
 import click
 
 from rankmap.cli.console import console
-from rankmap.cli.options import MINUTES, NODES, RANKS, SEED, _model, machine_args, machine_options, text
+from rankmap.cli.options import (MINUTES, NODES, RANKS, SEED, WholeNumber, _model, machine_args, machine_options,
+                                 text)
 from rankmap.profiler.errors import UserError
 
 def _program(app) -> list[str]:
@@ -171,7 +172,7 @@ def sbatch(ntasks, nodes_count, out, script_path, force, submit, time_minutes, s
 @click.option("--out", default="levels.json", show_default=True, metavar="FILE", help="Level-cost file to write.")
 @click.option("--force", is_flag=True, help="Replace an existing --out file that rankmap did not write.")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]))
-@click.option("--reps", default=50, show_default=True, type=click.IntRange(1, 10 ** 6),
+@click.option("--reps", default=50, show_default=True, type=WholeNumber(1, 10 ** 6),
               help="Repetitions of each measurement (median).")
 def probe(out, force, mpi, reps, **mopts):
     """Measure latency and bandwidth between two cores of a socket, two sockets, neighbour

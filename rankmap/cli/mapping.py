@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from rankmap.cli.console import console
-from rankmap.cli.options import (BANDWIDTH, LATENCY, POSITIVE, SEED, Number, _model, machine_options, text,
-                                 traffic_options)
+from rankmap.cli.options import (BANDWIDTH, LATENCY, POSITIVE, SEED, Number, WholeNumber, _model, machine_options,
+                                 text, traffic_options)
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
@@ -77,7 +77,7 @@ def _network_speeds(source: str):
 @click.option("--algorithm", default="metis", show_default=True,
               type=click.Choice(["metis", "scotch", "greedy", "random", "block", "cyclic"]))
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed: the same seed gives the same mapping.")
-@click.option("--tries", type=click.IntRange(1, 100), metavar="N",
+@click.option("--tries", type=WholeNumber(1, 100), metavar="N",
               help="At least N partitionings with different seeds, the best kept [default: by size: 16 on machines "
                    "of up to 256 slots, 3 below 1,000 ranks, else 1; scotch: 3].")
 @click.option("--time-limit", type=POSITIVE, metavar="S",
@@ -96,7 +96,7 @@ def _network_speeds(source: str):
 @click.option("--out", required=True, metavar="DIR", help="Mapping directory to write.")
 @click.option("--force", is_flag=True, help="Replace an existing mapping directory.")
 @click.option("--plots", is_flag=True, help="Also write PNG plots (heatmap in mapped order; torus link loads).")
-@click.option("--parallel", type=int, metavar="N",
+@click.option("--parallel", type=WholeNumber(), metavar="N",
               help="Compute the mapping on PT-Scotch as an MPI job of N processes (srun in an allocation, else "
               "mpirun): for 10^6-10^7 ranks. Its files go next to --out (a shared file system under Slurm).")
 @click.option("--parallel-launcher", type=click.Choice(["auto", "srun", "mpirun"]),

@@ -42,15 +42,36 @@ class Number(click.ParamType):
         return v
 
 
+class WholeNumber(click.IntRange):
+    """click.IntRange whose errors say what is wrong with the text: a whole number written '1e6' or
+    '8.0' is named as such, anything else 'is not a whole number' (click said "'1e6' is not a
+    valid integer range")."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str):
+            try:
+                int(value.strip(), 10)
+            except ValueError:
+                try:
+                    f = float(value)
+                except ValueError:
+                    f = math.nan
+                if math.isfinite(f) and f == math.floor(f):
+                    super().convert(int(f), param, ctx)          # out of range: that error first
+                    self.fail(f"{value!r} is not a whole number written in digits (write {int(f)})", param, ctx)
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 POSITIVE = Number(0.0, lo_open=True)       # speeds, seconds
 NON_NEGATIVE = Number(0.0)                 # costs, overheads
 MAX_SPEED = 1e9                            # GB/s, us, Gflop/s: beyond this the model's sums overflow, no hardware is near
 BANDWIDTH = Number(validate.MIN_BANDWIDTH, MAX_SPEED)
 LATENCY = Number(0.0, MAX_SPEED)
-SEED = click.IntRange(0, 10 ** 9)          # seeds: the partitioners and the local search take 32-bit seeds
-RANKS = click.IntRange(1, validate.MAX_RANKS)
-NODES = click.IntRange(1, validate.MAX_NODES)
-MINUTES = click.IntRange(1, 10 ** 6)
+SEED = WholeNumber(0, 10 ** 9)         # seeds: the partitioners and the local search take 32-bit seeds
+RANKS = WholeNumber(1, validate.MAX_RANKS)
+NODES = WholeNumber(1, validate.MAX_NODES)
+MINUTES = WholeNumber(1, 10 ** 6)
 
 
 def text(ctx, param, value):
@@ -123,8 +144,8 @@ def machine_options(f):
                      "accumulated convention; default 1000,100,10; @FILE reads `rankmap probe` output."),
         click.option("--hop-cost", metavar="COST", type=Number(0.0, validate.MAX_COST), help="Torus: cost of each link after the first (default: the node-level "
                      "cost; a level-cost file may give it as 'hop')."),
-        click.option("--ranks-per-node", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="K", help="Use only K cores per node, spread over its packages (nodes of several sizes: at most K; a node of fewer cores uses all of them)."),
-        click.option("--oversubscribe", type=click.IntRange(1, validate.MAX_OVERSUBSCRIBE), default=1,
+        click.option("--ranks-per-node", type=WholeNumber(1, validate.MAX_CORES_PER_NODE), metavar="K", help="Use only K cores per node, spread over its packages (nodes of several sizes: at most K; a node of fewer cores uses all of them)."),
+        click.option("--oversubscribe", type=WholeNumber(1, validate.MAX_OVERSUBSCRIBE), default=1,
                      show_default=True, metavar="N", help="Up to N ranks per core: the ranks take distinct cores "
                      "first; cores take a second (third...) rank only when the ranks outnumber the cores, evenly."),
         click.option("--machine", "machine_file", metavar="DIR|FILE", callback=text, help="machine.json of an earlier mapping."),
@@ -151,7 +172,7 @@ def traffic_options(f):
     f = click.option("--allow-partial", is_flag=True, help="Use a partial profile (a rank died) anyway.")(f)
     f = click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL", callback=_model,
                      help="How a profile's collectives become pairs: auto, binomial, recursive-doubling, ring, "
-                     "linear, kchain[:K], none.")(f)
+                     "linear, kchain[:K], smpi, none.")(f)
     f = click.option("--format", "fmt", default="auto", show_default=True, callback=text,
                      help="Traffic format: auto, profile, smpi, mpip, csv, treematch, amfch, ompi, mtx, npz, "
                      "metis.")(f)

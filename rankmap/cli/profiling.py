@@ -8,7 +8,7 @@ import click
 
 from rankmap.profiler.errors import UserError
 from rankmap.cli.console import console
-from rankmap.cli.options import POSITIVE, Number, _model
+from rankmap.cli.options import POSITIVE, Number, WholeNumber, _model
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--out", "out", metavar="DIR", envvar="RANKMAP_PROFILE_OUT",
@@ -69,10 +69,10 @@ def _disk_full(directory) -> None:
 
 @click.command("show-profile")
 @click.argument("rundir", type=click.Path())
-@click.option("--top", default=10, show_default=True, type=click.IntRange(0, 10 ** 9),
+@click.option("--top", default=10, show_default=True, type=WholeNumber(0, 10 ** 9),
               help="How many of the heaviest pairs to list.")
 @click.option("--collectives", "model", default="auto", show_default=True, metavar="MODEL", callback=_model,
-              help="Collective model: auto, binomial, recursive-doubling, ring, linear, kchain[:K], none.")
+              help="Collective model: auto, binomial, recursive-doubling, ring, linear, kchain[:K], smpi, none.")
 @click.option("--ranks", "show_ranks", is_flag=True, help="List every rank (host, pid, affinity, status).")
 @click.option("--heatmap", metavar="PNG",
               help="Save a heatmap of the traffic (point-to-point plus modelled collectives).")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import click
 
 from rankmap.cli.console import console
-from rankmap.cli.options import BANDWIDTH, LATENCY, MAX_SPEED, NON_NEGATIVE, Number, _dims, text
+from rankmap.cli.options import BANDWIDTH, LATENCY, MAX_SPEED, NON_NEGATIVE, Number, WholeNumber, _dims, text
 from rankmap.profiler import validate
 from rankmap.profiler.errors import UserError
 
 @click.command("tune-collectives")
-@click.option("-n", "--ntasks", type=click.IntRange(2, 65536), required=True, help="Ranks to tune for.")
+@click.option("-n", "--ntasks", type=WholeNumber(2, 65536), required=True, help="Ranks to tune for.")
 @click.option("--platform", "platform_dir", metavar="DIR", callback=text,
               help="Tune on this simulated cluster (`rankmap platform`); otherwise real MPI on this host.")
-@click.option("--per-node", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="K",
+@click.option("--per-node", type=WholeNumber(1, validate.MAX_CORES_PER_NODE), metavar="K",
               help="Simulated: ranks per node (block placement; default: full nodes).")
 @click.option("--grid", metavar="AxB..", callback=text, help="Grid of the d-D ring (default: ranks per node x nodes).")
 @click.option("--mpi", type=click.Choice(["openmpi", "mpich"]), help="Real MPI: which (default: the default MPI).")
@@ -98,7 +98,7 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
 @click.option("--fat-tree", "fat_tree", metavar="SPEC", callback=text, help="A SimGrid fat tree, e.g. '2;8,4;1,2;1,1'.")
 @click.option("--dragonfly", metavar="GxAxP[:global=L]", callback=text,
               help="A dragonfly: G groups of A routers (G <= A), P nodes per router, L links per pair of groups.")
-@click.option("--cores", type=click.IntRange(1, validate.MAX_CORES_PER_NODE), metavar="N",
+@click.option("--cores", type=WholeNumber(1, validate.MAX_CORES_PER_NODE), metavar="N",
               help="Cores per node (all nodes).")
 @click.option("--link-bw", type=BANDWIDTH, metavar="GB/S", help="Bandwidth of each network link and direction.")
 @click.option("--link-lat", type=LATENCY, metavar="US", help="Latency of each network link.")
