@@ -150,7 +150,8 @@ def run_map(traffic: Traffic, spec: dict, algorithm, seed, tries, time_limit, re
             console.print(f"  note: {n}")
         console.print(report.table(report.strip_lists(results), f"{res.chosen}, seed {seed}, "
                                    f"{rep['seconds']:.2f} s"))
-        console.print(f"Written: {path}/{{{','.join(writers.FILES)}}}")
+        pngs = sorted(p.name for p in Path(path).glob("*.png")) if plots_on else []
+        console.print(f"Written: {path}/{{{','.join(list(writers.FILES) + pngs)}}}")
     return rep
 
 

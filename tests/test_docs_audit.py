@@ -93,3 +93,14 @@ def test_formats_md_bad_input_block_is_what_rankmap_prints(tmp_path):
         assert res.stderr.strip().splitlines() == shown, (cmd, res.stderr)
         checked += 1
     assert checked == 7
+
+
+def test_map_with_plots_names_the_png_files_it_wrote(tmp_path):
+    """`rankmap map --plots`: the Written: line lists the figures too (it listed the text files only)."""
+    ring4 = Path(__file__).parent / "data" / "bad-inputs" / "ring4.csv"
+    res = run_cli("map", ring4, "--nodes", "n[1-2]", "--node-topology", "core:2", "--plots",
+                  "--out", tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    out = " ".join(res.stdout.split())
+    for png in sorted(p.name for p in (tmp_path / "m").glob("*.png")):
+        assert png in out.replace(" ", ""), (png, out)
