@@ -104,3 +104,14 @@ def test_map_with_plots_names_the_png_files_it_wrote(tmp_path):
     out = " ".join(res.stdout.split())
     for png in sorted(p.name for p in (tmp_path / "m").glob("*.png")):
         assert png in out.replace(" ", ""), (png, out)
+
+
+def test_profile_with_the_profiler_off_says_so_and_not_data_in_dir(tmp_path, monkeypatch):
+    """RANKMAP_PROFILE=0: `rankmap profile` printed "...; data in DIR", then that DIR was removed
+    (nothing recorded); now the run's line alone, and the error names the variable."""
+    monkeypatch.setenv("RANKMAP_PROFILE", "0")
+    res = run_cli("profile", "--launcher", "env", "--out", tmp_path / "p", "--", "true")
+    assert res.returncode == 2
+    assert "data in" not in res.stdout, res.stdout
+    one_error_line(res, "RANKMAP_PROFILE=0 turned the profiler off")
+    assert not (tmp_path / "p").exists()

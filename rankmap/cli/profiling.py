@@ -2,6 +2,7 @@
 built libraries."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -36,17 +37,21 @@ def profile(out, launcher, mpi, flush_seconds, timeout, model, command):
 
     res = run_profile(list(command), out=out, launcher=launcher, mpi=mpi, flush_seconds=flush_seconds,
                       timeout=timeout)
-    console.print(f"[bold]rankmap profile:[/bold] {' '.join(command)} exited with {res.exit_code} "
-                  f"after {res.seconds:.2f} s; data in {res.directory}")
+    ran = f"[bold]rankmap profile:[/bold] {' '.join(command)} exited with {res.exit_code} after {res.seconds:.2f} s"
     try:
         prof = read_run(res.directory)
     except UserError as e:
+        console.print(ran)                      # (not "data in DIR": there may be none, and DIR may go)
         _disk_full(res.directory)
         from rankmap.profiler.launch import discard_empty_run
         if discard_empty_run(res):              # no rank wrote anything: never reused, so removed
+            off = os.environ.get("RANKMAP_PROFILE", "")
+            why = (f"; RANKMAP_PROFILE={off} turned the profiler off: unset it to profile"
+                   if off.strip().lower() in ("0", "off", "no", "false") else "")
             raise UserError(f"{e} (nothing was recorded: {res.directory} was removed, so the same --out can be "
-                            "used again)") from None
+                            f"used again{why})") from None
         raise
+    console.print(f"{ran}; data in {res.directory}")
     print_summary(prof, console, top=5, model=model)
     if not prof.complete:
         _disk_full(res.directory)
