@@ -59,6 +59,15 @@ def allocation_nodes() -> list[str]:
     var = "SLURM_JOB_NODELIST" if os.environ.get("SLURM_JOB_NODELIST") else "SLURM_NODELIST"
     nl = os.environ.get(var)
     if not nl or not nl.strip():
+        groups = sorted((k, v) for k, v in os.environ.items()
+                        if k.startswith(("SLURM_JOB_NODELIST_HET_GROUP_", "SLURM_JOB_NODELIST_PACK_GROUP_")))
+        if groups:
+            # a heterogeneous job (salloc ... : ...) sets SLURM_JOB_ID but no SLURM_JOB_NODELIST:
+            # "not inside a Slurm allocation" was said inside one
+            het = [f"{k}={v}" for k, v in groups if "_HET_GROUP_" in k] or [f"{k}={v}" for k, v in groups]
+            raise UserError(f"a heterogeneous job ({', '.join(het)[:160]}) has no single node list "
+                            "(SLURM_JOB_NODELIST): rankmap maps and launches on one; allocate the nodes as one job "
+                            "(salloc -N ... without ':'), or give rankmap map the nodes with --nodes")
         raise UserError("not inside a Slurm allocation (no SLURM_JOB_NODELIST): pass --nodes")
     return hostnames.no_duplicates(hostnames.expand(nl, f"{var}={nl[:80]!r} (the allocation's nodes; --nodes "
                                                         "overrides it)"), var)
@@ -113,12 +122,12 @@ def check_cores(used: dict[str, int], source: str) -> None:
                             "Slurm)")
 
 
-def _cpus_total(text: str) -> int:
-    """SLURM_JOB_CPUS_PER_NODE ('2(x3),4'): the CPUs of the allocation, counted without
-    listing each node ('2(x999999999)' by hand made a list of 10^9 entries: minutes and GBs);
-    a value that is no such list is named."""
+def _cpus_runs(text: str) -> list[tuple[int, int]]:
+    """SLURM_JOB_CPUS_PER_NODE ('2(x3),4') as (cpus, nodes) runs, counted without listing each
+    node ('2(x999999999)' by hand made a list of 10^9 entries: minutes and GBs); a value that is
+    no such list is named."""
     from rankmap.profiler import validate
-    total = nodes = 0
+    runs, nodes = [], 0
     for part in text.split(","):
         c, x, rep = part.strip().partition("(x")
         if x and not rep.endswith(")"):
@@ -128,9 +137,29 @@ def _cpus_total(text: str) -> int:
         nodes += k
         if nodes > validate.MAX_NODES:
             raise UserError(f"SLURM_JOB_CPUS_PER_NODE={text!r}: more than {validate.MAX_NODES} nodes")
-        total += k * validate.integer(c, "SLURM_JOB_CPUS_PER_NODE", "CPU count", 1, validate.MAX_CORES_PER_NODE,
-                                      float_form=False)
-    return total
+        runs.append((validate.integer(c, "SLURM_JOB_CPUS_PER_NODE", "CPU count", 1, validate.MAX_CORES_PER_NODE,
+                                      float_form=False), k))
+    return runs
+
+
+def _cpus_total(text: str) -> int:
+    """SLURM_JOB_CPUS_PER_NODE ('2(x3),4'): the CPUs of the allocation."""
+    return sum(c * k for c, k in _cpus_runs(text))
+
+
+def allocation_cpus() -> dict[str, int] | None:
+    """Inside an allocation, each of its nodes' CPUs (SLURM_JOB_CPUS_PER_NODE, in the order of
+    the node list); None outside one, or when Slurm did not say (or said it for another number
+    of nodes than the node list names)."""
+    per = os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")
+    if not in_allocation() or not per.strip():
+        return None
+    runs = _cpus_runs(per)
+    hosts = allocation_nodes()
+    if sum(k for _, k in runs) != len(hosts):
+        return None
+    cpus = [c for c, k in runs for _ in range(k)]
+    return dict(zip(hosts, cpus))
 
 
 def step_cpus(nodes: int | None) -> int | None:
@@ -172,6 +201,12 @@ def check_usable(hosts: list[str]) -> None:
     """One clear error for a node that is down or drained, before srun hangs or fails."""
     states = node_states(hosts)
     for h in hosts:
+        if h not in states:
+            # sinfo does not list it: no node of this cluster (a mapping made for another one),
+            # not one to bring back with scontrol update
+            raise UserError(f"node {h} is not a node of this Slurm cluster (sinfo does not list it); the mapping "
+                            "was made for other nodes: map again onto this cluster's (rankmap map ... --nodes "
+                            "HOSTLIST, or inside an allocation)")
         st = states.get(h, "unknown").lower().rstrip("*~#!%$@^-")
         if any(st.startswith(b) for b in BAD_STATES):
             raise UserError(f"node {h} is {states.get(h, 'unknown')} (sinfo); the mapping cannot run there — "

@@ -145,13 +145,38 @@ def resolve(opts: dict, default_hosts: list[str] | None = None, fallback: str | 
     if not topos:
         raise UserError("no node topology: pass --node-topology (e.g. 'pack:2 core:6', an lstopo XML file, "
                         "or 'live')")
+    rpn = opts.get("ranks_per_node")
+    if rpn is None and (opts.get("nodes") or not default_hosts):
+        rpn, note = _allocation_cap(hosts, topos)
+        hosts_from = (hosts_from or "the allocation's nodes") + note if note else hosts_from
     spec = mspec.Spec(mspec.make(hosts, topos, torus=opts.get("torus"), mesh=opts.get("mesh"),
                                  coords=opts.get("coords"), switch_tree=opts.get("switches"),
                                  level_costs=opts.get("level_costs"), hop_cost=opts.get("hop_cost"),
-                                 ranks_per_node=opts.get("ranks_per_node"), oversubscribe=opts.get("oversubscribe") or 1,
+                                 ranks_per_node=rpn, oversubscribe=opts.get("oversubscribe") or 1,
                                  network=network_of(opts.get("network"), hosts)))
     spec.hosts_from = hosts_from
     return spec
+
+
+def _allocation_cap(hosts: list[str], topos: list[str]) -> tuple[int | None, str]:
+    """Mapping onto the nodes of the allocation it runs in: when the allocation has fewer CPUs
+    on each node than the nodes have cores (salloc -N 2 -n 2: one CPU each), at most that many
+    ranks per node. The mapping packed two ranks on a node and srun refused it in this very
+    allocation ("More processors requested than permitted"). (None, ""): no cap. Nodes given
+    unequal CPUs are not capped here: `rankmap srun` names a node the mapping overfills."""
+    cpus = cluster.allocation_cpus()
+    if not cpus or set(hosts) != set(cpus):
+        return None, ""
+    counts = {cpus[h] for h in hosts}
+    if len(counts) != 1:
+        return None, ""
+    c = counts.pop()
+    from rankmap.mapper.machine import parse_topologies
+    most = max(t.cores for t in {id(t): t for t in parse_topologies(topos, hosts)}.values())
+    if c >= most:
+        return None, ""
+    return c, (f", of which this allocation has {c} CPU(s) on each (SLURM_JOB_CPUS_PER_NODE="
+               f"{os.environ.get('SLURM_JOB_CPUS_PER_NODE')}; allocate whole nodes with --exclusive)")
 
 
 def network_of(text: str | None, hosts: list[str]):

@@ -97,6 +97,11 @@ def map_cpu_list(m: Mapping) -> list[int] | None:
     layouts = _local_layouts(m)
     if any(len(cs) != 1 for lay in layouts.values() for cs in lay):
         return None
+    if len({len(lay) for lay in layouts.values()}) > 1:
+        # nodes of unequal task counts: Slurm checks the whole list against each node's step
+        # CPUs, and a node of fewer tasks has fewer ("CPU binding outside of job step
+        # allocation ... Unable to satisfy cpu bind request": 2 ranks on n1 and 1 on n2 failed)
+        return None
     longest = max(layouts.values(), key=len)
     ref = [cs[0] for cs in longest]
     for lay in layouts.values():
@@ -162,6 +167,19 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
         if outside:
             raise UserError(f"host {outside[0]} of the mapping is not in this allocation "
                             f"({os.environ.get('SLURM_JOB_NODELIST')}); map onto the allocation's nodes")
+        cpus = cluster.allocation_cpus()
+        if cpus and not any(a in ("-O", "--overcommit") for a in srun_args or []):
+            per_host: dict[str, set] = {}       # the cores each host's ranks use (--overcommit shares them)
+            for h, cs in zip(m.hosts, m.cores):
+                per_host.setdefault(h, set()).add(tuple(cs))
+            over = next((h for h in uniq if len(per_host[h]) > cpus[h]), None)
+            if over is not None:
+                # srun refused the step after the program was named ("More processors requested
+                # than permitted"): the allocation is not the whole node the mapping assumed
+                raise UserError(f"the mapping in {m.path} puts ranks on {len(per_host[over])} cores of {over}, "
+                                f"where this allocation has {cpus[over]} CPU(s) (SLURM_JOB_CPUS_PER_NODE="
+                                f"{os.environ.get('SLURM_JOB_CPUS_PER_NODE')}); map inside this allocation (rankmap "
+                                "map then uses only its CPUs), or allocate whole nodes (salloc --exclusive)")
     srun_args = list(srun_args or [])
     per_core: dict = {}
     for h, cs in zip(m.hosts, m.cores):
