@@ -124,6 +124,9 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 MTKAHYPAR_SECONDS_PER_UNIT = 1.5e-6
 VCYCLES_SECONDS_PER_UNIT = 2.0e-6
 KAHIP_SECONDS_PER_UNIT = 0.3e-6
+# ... and Mt-KaHyPar's time per call whatever the size (its flows and initial partitioning):
+# V-cycles of a 1,024-rank split into 100 nodes took 0.27 s where 2.0e-6 per unit predicted 0.06
+MTKAHYPAR_CALL_SECONDS = 0.1
 
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
@@ -209,11 +212,11 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
     if tree_split and not skewed and not units and "mtkahypar" not in how and (keep is None or "mtkahypar" in keep) \
             and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE and backends.root_mtkahypar(sub.n, sub.nnz, k):
         how.append("mtkahypar")
-    def late(per_unit: float = 0.0) -> bool:
+    def late(per_unit: float = 0.0, fixed: float = 0.0) -> bool:
         # past the deadline, or the call would end past it (its time predicted from the
         # split's size: a 10^5-rank root split's Mt-KaHyPar run and V-cycles took 3 s of a
-        # 4 s --time-limit, and the search after it none)
-        return deadline is not None and time.monotonic() + per_unit * (sub.n + sub.nnz) > deadline
+        # 4 s --time-limit, and the search after it none; plus Mt-KaHyPar's own per call)
+        return deadline is not None and time.monotonic() + fixed + per_unit * (sub.n + sub.nnz) > deadline
     if "kahip" in how and not late(KAHIP_SECONDS_PER_UNIT):
         root = units and k <= backends.ROOT_SEEDS_MAX_BLOCKS and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE
         cands.extend(backends.kahip_candidates(sub.indptr, sub.col, sub.w, caps, seed,
@@ -228,7 +231,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
                                jet_rounds=backends.FULL_SPLIT_JET_ROUNDS if full else None,
                                jet_iterations=backends.FULL_SPLIT_JET_ITERATIONS if full else None,
                                vcycles=backends.FULL_SPLIT_VCYCLES if full else None)
-    if "mtkahypar" in how and not late(MTKAHYPAR_SECONDS_PER_UNIT):
+    if "mtkahypar" in how and not late(MTKAHYPAR_SECONDS_PER_UNIT, MTKAHYPAR_CALL_SECONDS):
         cands.append(mt.partition())
     out, seen = [], set()
     cands = [repair(sub, p, caps) for p in cands if p is not None]
@@ -246,7 +249,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         if start in starts:
             continue
         starts.add(start)
-        for p in ((part, mt.improve(part)) if "vcycles" in how and i in refine and not late(VCYCLES_SECONDS_PER_UNIT)
+        for p in ((part, mt.improve(part)) if "vcycles" in how and i in refine and not late(VCYCLES_SECONDS_PER_UNIT, MTKAHYPAR_CALL_SECONDS)
                   else (part,)):
             p = repair(sub, p, caps)
             key = _canonical(p)
@@ -515,6 +518,10 @@ def network_start(graph: Graph, machine: Machine, seed: int, time_cap: float = 1
     k = machine.nnodes
     if machine.network is None or not 3 <= k <= QAP_MAX_NODES:
         return None
+    t0 = time.monotonic()
+    # --time-limit: the split into nodes too starts no partitioner predicted to end past the cap
+    # (it had none: 1.2 s of a 1k-rank mapping under --time-limit 1, which ended at 1.75 s)
+    deadline = t0 + time_cap if time_cap < 1e8 else None
     per = machine.slots_by_node()
     reps = np.array([p[0] for p in per])
     nodes = replace(machine, slot_node=np.arange(k), slot_core=machine.slot_core[reps], lvl=machine.lvl[reps])
@@ -534,12 +541,13 @@ def network_start(graph: Graph, machine: Machine, seed: int, time_cap: float = 1
     full = len(set(caps)) == 1 and isinstance(machine.network, Torus)
     part = split(sub, caps, seed, n + graph.W.nnz, units=units, skewed=degree_skewed(graph),
                  hubs=n <= HUB_MAX_RANKS and hub_dominated(graph),
-                 keep=None if full else ("vcycles",))
+                 keep=None if full else ("vcycles",), deadline=deadline)
     Q = sp.csr_matrix((sub.w, (part[sub.row], part[sub.col])), shape=(k, k))
     Q.setdiag(0)
     Q.eliminate_zeros()
     qap = Problem(Graph(W=Q.tocsr()), nodes)
-    place, _, _ = qap.tabu(np.arange(k), seed, QAP_ITERATIONS, time_cap)   # part p goes to node place[p]
+    place, _, _ = qap.tabu(np.arange(k), seed, QAP_ITERATIONS,
+                           max(0.0, time_cap - (time.monotonic() - t0)))   # part p goes to node place[p]
     sizes = np.bincount(part, minlength=k)
     if (sizes > np.array(caps)[place]).any():
         place = np.arange(k)                                  # unequal nodes: each part keeps its own
