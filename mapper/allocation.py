@@ -237,9 +237,10 @@ def wider_node_sets(machine: Machine, nranks: int, extra_percent: float) -> list
 # then stands (shapes go by their extents' sum, the most cubic first)
 TORUS_BOXES_MAX = 20000
 TORUS_BOXES_WORK = 400_000_000
-# tori with few nodes (their boxes x nodes up to this): every box whose faces touch nodes,
-# the node sets counted from the nodes' coordinates, not from a grid of every position
-TIGHT_BOXES_WORK = 50_000_000
+# tori with few nodes (their boxes x nodes up to this: a box-by-node table of 8 bytes an entry
+# at most 80 MB): every box whose faces touch nodes, the node sets counted from the nodes'
+# coordinates, not from a grid of every position
+TIGHT_BOXES_WORK = 10_000_000
 
 
 def _cyclic_window_sum(a: np.ndarray, shape: tuple, wrap: tuple) -> np.ndarray:
