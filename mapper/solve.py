@@ -122,7 +122,8 @@ def check_fits(n: int, machine: Machine, traffic: Traffic | None = None) -> None
                         f"ranks start at 0, renumber them (ranks 0..{n - 2})")
         cores = sum(t.cores for t in machine.topos)
         rpn = (machine.spec or {}).get("ranks_per_node")
-        if rpn and machine.nslots < cores * max(1, int((machine.spec or {}).get("oversubscribe") or 1)):
+        capped = "SLURM_JOB_CPUS_PER_NODE" in (machine.hosts_from or "")     # (slurm/nodes.py: the allocation's cap)
+        if rpn and not capped and machine.nslots < cores * max(1, int((machine.spec or {}).get("oversubscribe") or 1)):
             hint = (f"; --ranks-per-node {rpn} uses {rpn} of each node's cores ({machine.nslots} of the {cores} "
                     f"cores): raise it or leave it out") + hint
         if machine.hosts_from:

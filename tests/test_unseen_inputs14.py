@@ -49,6 +49,7 @@ def test_map_inside_an_allocation_uses_only_its_cpus_per_node(tmp_path):
     # 3 ranks cannot run there: the message says the allocation's CPUs are why
     res = run_cli("map", traffic(tmp_path, 3), "--node-topology", TOPO, "--out", tmp_path / "m3", env=env)
     one_error_line(res, "SLURM_JOB_CPUS_PER_NODE=1(x2)")
+    assert "--ranks-per-node" not in res.stderr, res.stderr      # (not given: the allocation's cap)
     # controls: whole nodes (2 CPUs each) pack as before; nodes named that are not the
     # allocation's are not capped
     whole = dict(env, SLURM_JOB_CPUS_PER_NODE="2(x2)")
