@@ -251,3 +251,15 @@ def slurm_cluster(tmp_path_factory):
 def app(apps, name: str, mpi: str) -> Path:
     require((name, mpi) in apps, f"{name} could not be built for {mpi} (compiler wrapper missing)")
     return apps[(name, mpi)]
+
+
+def preloaded_ring(apps, profile_dir: Path, **env) -> subprocess.CompletedProcess:
+    """tests/apps/traffic's ring on 2 Open MPI ranks with the profiler preloaded by hand (no
+    `rankmap profile`, which checks its own options first), the RANKMAP_* variables given
+    exported to the ranks; run id "hand"."""
+    from rankmap.profiler import native
+    env = {"RANKMAP_PROFILE_DIR": str(profile_dir), "RANKMAP_PROFILE_RUN_ID": "hand", **env}
+    exported = [x for k in env for x in ("-x", k)]
+    cmd = launcher("openmpi", 2) + ["-x", f"LD_PRELOAD={native.artifact('profiler', 'openmpi')}", *exported,
+                                    str(app(apps, "traffic", "openmpi")), "ring"]
+    return subprocess.run(cmd, env=dict(os.environ, **env), capture_output=True, text=True, timeout=120)

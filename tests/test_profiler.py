@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import app, launcher, one_error_line, run_cli
+from conftest import app, launcher, one_error_line, preloaded_ring, run_cli
 from rankmap.profiler.launch import run_profile
 from rankmap.profiler.rundir import read_run
 
@@ -428,14 +428,6 @@ def test_a_flush_interval_set_by_hand_that_is_no_number_is_said(apps, tmp_path, 
     `rankmap profile`, which checks --flush-seconds): atof read 0, and a negative number was
     taken, each turning snapshots off without a word. Now rank 0 says so and the default
     interval stands."""
-    import os
-    import subprocess
-    from rankmap.profiler import native
-    env = dict(os.environ, RANKMAP_PROFILE_DIR=str(tmp_path), RANKMAP_PROFILE_RUN_ID="hand",
-               RANKMAP_PROFILE_FLUSH_SECONDS=value)
-    cmd = launcher("openmpi", 2) + ["-x", f"LD_PRELOAD={native.artifact('profiler', 'openmpi')}",
-                                    "-x", "RANKMAP_PROFILE_DIR", "-x", "RANKMAP_PROFILE_RUN_ID",
-                                    "-x", "RANKMAP_PROFILE_FLUSH_SECONDS", str(app(apps, "traffic", "openmpi")), "ring"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    res = preloaded_ring(apps, tmp_path, RANKMAP_PROFILE_FLUSH_SECONDS=value)
     assert res.returncode == 0, res.stderr[-800:]
     assert res.stderr.count(f"RANKMAP_PROFILE_FLUSH_SECONDS={value} is not a number of seconds") == 1, res.stderr[-800:]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import rankmap
-from conftest import ROOT, app, launcher
+from conftest import ROOT, app, launcher, preloaded_ring
 from rankmap.profiler.errors import UserError
 
 BENCH = ROOT / "bench"
@@ -431,13 +431,7 @@ def test_bench_recording_of_another_version_is_refused(tmp_path, script, sel, ro
 def test_rankmap_profile_off_as_the_kernels_say_it(apps, tmp_path, value, recorded, said):
     """docs/formats.md: RANKMAP_PROFILE=0 disables the profiler. RANKMAP_COLL=off disables the
     kernels, but RANKMAP_PROFILE=off (or no, false) profiled the run without a word."""
-    from rankmap.profiler import native
-    env = dict(os.environ, RANKMAP_PROFILE_DIR=str(tmp_path / "p"), RANKMAP_PROFILE_RUN_ID="hand",
-               RANKMAP_PROFILE=value)
-    cmd = launcher("openmpi", 2) + ["-x", f"LD_PRELOAD={native.artifact('profiler', 'openmpi')}",
-                                    "-x", "RANKMAP_PROFILE_DIR", "-x", "RANKMAP_PROFILE_RUN_ID",
-                                    "-x", "RANKMAP_PROFILE", str(app(apps, "traffic", "openmpi")), "ring"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    res = preloaded_ring(apps, tmp_path / "p", RANKMAP_PROFILE=value)
     assert res.returncode == 0, res.stderr[-800:]
     assert (tmp_path / "p" / "ranks.hand.rmp").is_file() == recorded
     if said:
