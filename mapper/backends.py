@@ -18,9 +18,12 @@ import importlib.util
 import math
 import os
 import pickle
+import select
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import pymetis
@@ -296,28 +299,95 @@ def kahip(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], s
 
 
 def kahip_candidates(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: list[int], seed: int,
-                     strong_seeds: int = 1, units: bool = False, vcycles: bool = False) -> list:
+                     strong_seeds: int = 1, units: bool = False, vcycles: bool = False,
+                     deadline: float | None = None) -> list:
     """kahip()'s split with the preset plan() chose, as a list of candidates; for units of work on a
     split filled exactly into EXACT_SLACK_MIN_BLOCKS or more parts (eco, strong), kahip()'s run
     with EXACT_SLACK of room and one without (UNITS_EXACT); for units of work on another split
     that leaves less than UNITS_TIGHT_MAX of room and gets V-cycles (vcycles), kahip()'s run and
     one given UNITS_TIGHT_ROOM; strong on a full split below KAHIP_ECO_MIN_VERTICES (units of work
-    on small graphs), the run without room alone on UNITS_EXACT_SEEDS seeds."""
+    on small graphs), the run without room alone on UNITS_EXACT_SEEDS seeds. deadline
+    (time.monotonic(), --time-limit): a run that could end past it is stopped there
+    (KAHIP_SECONDS_PER_UNIT_MAX) and gives None."""
     n, k = len(indptr) - 1, len(caps)
-    preset = _PRESET.get((n, len(col), tuple(caps)), "fast")
+    preset = _PRESET.pop((n, len(col), tuple(caps)), "fast")
+
+    def run(*args, **kw):
+        if deadline is not None and \
+                time.monotonic() + (n + len(col)) * KAHIP_SECONDS_PER_UNIT_MAX[preset.split("+")[0]] > deadline:
+            return forked_call(deadline, kahip, *args, **kw)
+        return kahip(*args, **kw)
     if units and preset == "strong" and n < KAHIP_ECO_MIN_VERTICES and _filled_exactly(n, caps):
         # strong below KAHIP_ECO_MIN_VERTICES: a full split of units of work into 8+ parts (kahip_preset),
         # one candidate without room on UNITS_EXACT_SEEDS seeds (UNITS_EXACT_STRONG_MIN_VERTICES's comment)
-        _PRESET.pop((n, len(col), tuple(caps)), None)
-        return [kahip(indptr, col, w, caps, seed, preset, max(strong_seeds, UNITS_EXACT_SEEDS), exact=True)]
-    out = [kahip(indptr, col, w, caps, seed, strong_seeds=strong_seeds)]       # (it takes the preset from _PRESET)
+        return [run(indptr, col, w, caps, seed, preset, max(strong_seeds, UNITS_EXACT_SEEDS), exact=True)]
+    out = [run(indptr, col, w, caps, seed, preset, strong_seeds)]
     if not (units and preset in ("eco", "strong") and len(set(caps)) == 1 and len(col)):
         return out
     imbalance = caps[0] / -(-n // k) - 1
     if UNITS_EXACT and k >= EXACT_SLACK_MIN_BLOCKS and imbalance < 1e-12:
-        out.append(kahip(indptr, col, w, caps, seed, preset, strong_seeds, exact=True))
+        out.append(run(indptr, col, w, caps, seed, preset, strong_seeds, exact=True))
     elif vcycles and UNITS_TIGHT_ROOM > 0 and imbalance < UNITS_TIGHT_MAX:
-        out.append(kahip(indptr, col, w, caps, seed, preset, strong_seeds, room=UNITS_TIGHT_ROOM))
+        out.append(run(indptr, col, w, caps, seed, preset, strong_seeds, room=UNITS_TIGHT_ROOM))
+    return out
+
+
+# KaHIP's time is not predictable from a split's size: CPU seconds per vertex + edge entry of
+# one kahip() call on 3-D meshes, 27-point stencils and random partners (8 or 16, weights equal
+# or over 6 decades) of 10^3-10^5 ranks into 2-64 parts (2026-11-30): fast 0.3-33 us; eco
+# 0.2-1,100 us (a 10^5 mesh into 16: 0.7 us, into 4: 16 us; random partners of wide weights
+# into 4: 0.7-1.1 ms; into 16 at 10^4 ranks 34 us, 6.4 s where --time-limit 3 had planned
+# 0.06 s); strong 1.2-250 us. Under a deadline a call that could end past it at these rates
+# runs in a forked child stopped there (a fork costs ~3 ms of CPU); the others run in place
+KAHIP_SECONDS_PER_UNIT_MAX = {"fast": 35e-6, "eco": 1.1e-3, "strong": 250e-6}
+
+
+def forked_call(deadline: float, function, *args, **kwargs):
+    """function(*args, **kwargs) in a forked copy of this process, killed at `deadline`
+    (time.monotonic()): its result, or None if the deadline came first. For single-threaded C
+    code (KaHIP) that cannot be interrupted; its exceptions are raised here."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                  # the child: no Python cleanup, no buffers flushed twice
+        status = 1
+        try:
+            os.close(read_end)
+            try:
+                out = (True, function(*args, **kwargs))
+            except Exception as e:
+                out = (False, e)
+            with os.fdopen(write_end, "wb") as f:
+                pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    chunks, done = [], False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if not select.select([read_end], [], [], left)[0]:
+                continue
+            chunk = os.read(read_end, 1 << 20)
+            if not chunk:
+                done = True
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        if not done:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if not done:
+        return None
+    if status != 0 or not chunks:
+        raise RuntimeError(f"internal error: {getattr(function, '__name__', function)} in a forked process "
+                           f"ended with status {status}")
+    ok, out = pickle.loads(b"".join(chunks))
+    if not ok:
+        raise out
     return out
 
 

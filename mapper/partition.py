@@ -120,13 +120,21 @@ def _int64_csr(W: sp.csr_matrix) -> tuple:
 
 # CPU seconds per vertex + edge entry of one call, measured on a 10^5-rank AMR graph's root
 # bisection (93,312 ranks, 928,132 entries) on this 2-core machine: Mt-KaHyPar 1.27 s, its
-# V-cycles 1.82 s, KaHIP (fast) 0.20 s; with margin. Used only under --time-limit.
+# V-cycles 1.82 s, KaHIP (fast) 0.20 s; with margin. Used only under --time-limit. KaHIP's is
+# the least it takes (a call predicted past the deadline even so does not start); one that
+# could take long is stopped at the deadline (backends.KAHIP_SECONDS_PER_UNIT_MAX)
 MTKAHYPAR_SECONDS_PER_UNIT = 1.5e-6
 VCYCLES_SECONDS_PER_UNIT = 2.0e-6
 KAHIP_SECONDS_PER_UNIT = 0.3e-6
 # ... and Mt-KaHyPar's time per call whatever the size (its flows and initial partitioning):
 # V-cycles of a 1,024-rank split into 100 nodes took 0.27 s where 2.0e-6 per unit predicted 0.06
 MTKAHYPAR_CALL_SECONDS = 0.1
+# ... and the most they took: random partners of wide weights, 10^4 ranks into 20 leaf
+# switches of unequal sizes, from scratch 2.6 s (13.6 us per unit where 1.5 were planned). A
+# call that could end past the deadline at these rates runs in a forked child stopped there
+# (backends.forked_call; KaHIP's: backends.KAHIP_SECONDS_PER_UNIT_MAX)
+MTKAHYPAR_SECONDS_PER_UNIT_MAX = 15e-6
+VCYCLES_SECONDS_PER_UNIT_MAX = 20e-6
 
 
 def split(sub: _Sub, caps: list[int], seed: int, graph_work: int | None = None,
@@ -221,7 +229,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         root = units and k <= backends.ROOT_SEEDS_MAX_BLOCKS and sub.n + sub.nnz >= graph_work * backends.ROOT_SHARE
         cands.extend(backends.kahip_candidates(sub.indptr, sub.col, sub.w, caps, seed,
                                                strong_seeds=backends.ROOT_SEEDS if root else 1, units=units,
-                                               vcycles="vcycles" in how))
+                                               vcycles="vcycles" in how, deadline=deadline))
     if "mtkahypar" in how or "vcycles" in how:
         once = sub.row < sub.col
         full = backends.full_split(sub.n, sub.nnz, caps, graph_work, units)
@@ -231,8 +239,14 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
                                jet_rounds=backends.FULL_SPLIT_JET_ROUNDS if full else None,
                                jet_iterations=backends.FULL_SPLIT_JET_ITERATIONS if full else None,
                                vcycles=backends.FULL_SPLIT_VCYCLES if full else None)
+    def bounded(call, per_unit_max: float, *args):
+        # (None: stopped at the deadline)
+        if deadline is not None and \
+                time.monotonic() + MTKAHYPAR_CALL_SECONDS + per_unit_max * (sub.n + sub.nnz) > deadline:
+            return backends.forked_call(deadline, call, *args)
+        return call(*args)
     if "mtkahypar" in how and not late(MTKAHYPAR_SECONDS_PER_UNIT, MTKAHYPAR_CALL_SECONDS):
-        cands.append(mt.partition())
+        cands.append(bounded(mt.partition, MTKAHYPAR_SECONDS_PER_UNIT_MAX))
     out, seen = [], set()
     cands = [repair(sub, p, caps) for p in cands if p is not None]
     refine = set(range(len(cands)))
@@ -249,8 +263,11 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
         if start in starts:
             continue
         starts.add(start)
-        for p in ((part, mt.improve(part)) if "vcycles" in how and i in refine and not late(VCYCLES_SECONDS_PER_UNIT, MTKAHYPAR_CALL_SECONDS)
+        for p in ((part, bounded(mt.improve, VCYCLES_SECONDS_PER_UNIT_MAX, part))
+                  if "vcycles" in how and i in refine and not late(VCYCLES_SECONDS_PER_UNIT, MTKAHYPAR_CALL_SECONDS)
                   else (part,)):
+            if p is None:
+                continue
             p = repair(sub, p, caps)
             key = _canonical(p)
             if key not in seen:
@@ -546,8 +563,11 @@ def network_start(graph: Graph, machine: Machine, seed: int, time_cap: float = 1
     Q.setdiag(0)
     Q.eliminate_zeros()
     qap = Problem(Graph(W=Q.tocsr()), nodes)
+    # part p goes to node place[p]; under --time-limit in half the time left, the other half for
+    # the nodes' own splits below and the search after (tabu took all of it, and 224 nodes'
+    # splits 0.7 s more: 3.7 s under --time-limit 3)
     place, _, _ = qap.tabu(np.arange(k), seed, QAP_ITERATIONS,
-                           max(0.0, time_cap - (time.monotonic() - t0)))   # part p goes to node place[p]
+                           max(0.0, time_cap - (time.monotonic() - t0)) / (2 if deadline is not None else 1))
     sizes = np.bincount(part, minlength=k)
     if (sizes > np.array(caps)[place]).any():
         place = np.arange(k)                                  # unequal nodes: each part keeps its own
@@ -557,7 +577,7 @@ def network_start(graph: Graph, machine: Machine, seed: int, time_cap: float = 1
     for v in range(k):
         rk = np.flatnonzero(node == v)
         if len(rk):
-            slot[rk] = hierarchical(graph, machine, leaves[v], seed, ranks=rk)[rk]
+            slot[rk] = hierarchical(graph, machine, leaves[v], seed, ranks=rk, deadline=deadline)[rk]
     return slot
 
 

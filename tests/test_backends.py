@@ -540,3 +540,49 @@ def test_equal_candidates_get_their_v_cycles_once(monkeypatch):
     assert len(calls) == ran
     assert [c for c, _ in once] == [c for c, _ in twice]
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(once, twice))
+
+
+def _sleep_then(seconds: float, value):
+    import time
+    time.sleep(seconds)
+    return value
+
+
+def _fail():
+    raise ValueError("from the child")
+
+
+def test_forked_call_returns_stops_and_raises():
+    """--time-limit's bound on a library call (KaHIP, Mt-KaHyPar): the result when it ends in
+    time, None when the deadline comes first (the child killed, not waited for), the child's
+    exception raised here."""
+    import time
+    t0 = time.monotonic()
+    assert B.forked_call(t0 + 60, _sleep_then, 0.0, {"part": [1, 2]}) == {"part": [1, 2]}
+    assert B.forked_call(time.monotonic() + 0.3, _sleep_then, 60.0, 1) is None
+    assert time.monotonic() - t0 < 30
+    with pytest.raises(ValueError, match="from the child"):
+        B.forked_call(time.monotonic() + 60, _fail)
+
+
+def test_kahip_under_a_deadline_same_split_or_none(monkeypatch):
+    """kahip_candidates under a deadline: a call that could end past it (at
+    KAHIP_SECONDS_PER_UNIT_MAX) runs in a forked child, whose split is the one the call gives
+    in place; one the deadline stops gives None (the portfolio's other candidates stand)."""
+    pytest.importorskip("kahip")
+    import time
+    n, indptr, e = _grid(40)
+    caps = [n // 4 + 8] * 4
+    w = np.ones(len(e))
+    B._PRESET[(n, len(e), tuple(caps))] = "eco"
+    here = B.kahip_candidates(indptr, e[:, 1], w, caps, 0)
+    forks = []
+    real = B.forked_call
+    monkeypatch.setattr(B, "forked_call", lambda *a, **k: forks.append(1) or real(*a, **k))
+    # (eco at its highest rate: ~0.9 s predicted; it takes milliseconds)
+    assert (n + len(e)) * B.KAHIP_SECONDS_PER_UNIT_MAX["eco"] > 0.5
+    B._PRESET[(n, len(e), tuple(caps))] = "eco"
+    forked = B.kahip_candidates(indptr, e[:, 1], w, caps, 0, deadline=time.monotonic() + 0.5)
+    assert forks and len(here) == len(forked) == 1 and np.array_equal(here[0], forked[0])
+    B._PRESET[(n, len(e), tuple(caps))] = "eco"
+    assert B.kahip_candidates(indptr, e[:, 1], w, caps, 0, deadline=time.monotonic() - 1) == [None]
