@@ -181,7 +181,21 @@ def _ranges(nums: list[str]):
 _FILE_LIKE = re.compile(r"(/|\.(txt|list|lst|hosts?|nodes?|nodelist|csv|json|conf|cfg)$)", re.IGNORECASE)
 
 
-_SLOTS = re.compile(r"(?<!\S)(max_)?slots=[0-9]+(?!\S)")
+# An Open MPI hostfile's words after the host, as Open MPI's own hostfile parser takes them
+# (Open MPI 4.1: `slots=N`, `count=N` or `cpu=N`, `max_slots=M`, `max-slots=M` or
+# `max_count=M`, blanks allowed around '='): `n1 slots = 4` or `max-slots=8`, which mpirun
+# runs, were "'=' is not a host name" here
+OMPI_SLOT_KEYS = ("slots", "count", "cpu")
+OMPI_MAX_SLOT_KEYS = ("max_slots", "max-slots", "max_count")
+_EQUALS = re.compile(r"[ \t]*=[ \t]*")       # `slots = 4` as `slots=4` (a host name holds no '=')
+_SLOTS = re.compile(r"(?<!\S)(" + "|".join(map(re.escape, OMPI_SLOT_KEYS + OMPI_MAX_SLOT_KEYS)) + r")=[0-9]+(?!\S)")
+
+
+def ompi_words(line: str) -> list[str]:
+    """A hostfile line's words (its # comment dropped), `key = value` joined as `key=value`."""
+    return _EQUALS.sub("=", line.split("#", 1)[0]).split()
+
+
 # an MPICH machinefile's `host:k` (k ranks there; what `rankmap map` writes as machinefile):
 # was "'n1:2' is not a host name"
 _COLON_K = re.compile(r"(?<=[A-Za-z0-9_.\]-]):[0-9]+(?!\S)")
@@ -209,7 +223,7 @@ def node_list(spec: str, option: str = "--nodes") -> list[str]:
         for lineno, ln in enumerate(validate.read_text(path, "node list").splitlines(), 1):
             # an Open MPI hostfile's `host slots=N max_slots=M`: the host (its cores come from
             # --node-topology)
-            ln = _COLON_K.sub("", _SLOTS.sub(" ", ln.split("#", 1)[0])).strip()
+            ln = _COLON_K.sub("", _SLOTS.sub(" ", " ".join(ompi_words(ln)))).strip()
             if ln:
                 hosts.extend(expand(ln, f"{path}:{lineno}"))
                 if len(hosts) > validate.MAX_NODES:

@@ -189,9 +189,18 @@ def read_placement(path: str | Path) -> Placement:
             return Placement(p, pl.hosts, None, True, pl.lines)
         hosts, cores, wheres = _binding_rows(p / "binding.txt", _read_lines(p / "binding.txt"))
         if (p / "hostfile").exists():
-            hf = read_placement(p / "hostfile").hosts
+            hpl = read_placement(p / "hostfile")
+            hf = hpl.hosts
             if hf != hosts:
-                raise UserError(f"{p}: hostfile ({len(hf)} ranks) and binding.txt ({len(hosts)} ranks) disagree")
+                # which rank, on which lines: "hostfile (8 ranks) and binding.txt (8 ranks) disagree"
+                # left a user who had edited one of them to compare the files by eye
+                r = next((i for i in range(min(len(hf), len(hosts))) if hf[i] != hosts[i]), None)
+                if r is None:
+                    raise UserError(f"{p}: hostfile ({len(hf)} ranks) and binding.txt ({len(hosts)} ranks) disagree; "
+                                    "write the mapping again, or edit both")
+                at = hpl.lines[r][0] if hpl.lines else p / "hostfile"
+                raise UserError(f"{p}: hostfile and binding.txt disagree at rank {r}: {hf[r]} ({at}) and "
+                                f"{hosts[r]} ({wheres[r][0]}); write the mapping again, or edit both")
         return Placement(p, hosts, cores, True, wheres)
     lines = _read_lines(p)
     first = next((ln.split() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), None)
@@ -205,7 +214,16 @@ def read_placement(path: str | Path) -> Placement:
     for lineno, ln in enumerate(lines, 1):
         if ln.strip() and not ln.lstrip().startswith("#"):
             where = f"{p}:{lineno}"
-            words = ln.split("#", 1)[0].split()
+            words = hostnames.ompi_words(ln)
+            if len(words) == 1 and "," in words[0] and ":" not in words[0]:
+                # Slurm's arbitrary hostfile: hosts "one per line or comma separated" (srun(1)),
+                # a rank each in order; `n1,n2,n1,n2` was "'n1,n2,n1,n2' is not a host name"
+                for h in words[0].split(","):
+                    hosts.append(hostnames.check_name(h, where))
+                    wheres.append((where, None))
+                    first_at.setdefault(hosts[-1], (where, False))
+                valid.rank_count(len(hosts), str(p))
+                continue
             host, colon, k = words[0].partition(":")     # a machinefile's host:k: its next k ranks
             k = valid.integer(k, where, "ranks (host:k)", 1, valid.MAX_RANKS, float_form=False) if colon else 1
             given = words[0] if colon else None
@@ -213,10 +231,10 @@ def read_placement(path: str | Path) -> Placement:
                 # an Open MPI hostfile's `host slots=N [max_slots=M]`: its next N ranks (mapping by
                 # slot, Open MPI's order); anything else was ignored and a rank count could match
                 key, eq, val = w.partition("=")
-                if key == "slots" and eq and not colon:
+                if key in hostnames.OMPI_SLOT_KEYS and eq and not colon and given is None:
                     k = valid.integer(val, where, "slots (host slots=N)", 1, valid.MAX_RANKS, float_form=False)
                     given = f"{host} {w}"
-                elif key != "max_slots" or not eq:
+                elif key not in hostnames.OMPI_MAX_SLOT_KEYS or not eq:
                     raise UserError(f"{where}: expected 'host', 'host:k' or 'host slots=N' (a hostfile line), "
                                     f"got {ln.strip()!r}")
             host = hostnames.check_name(host, where)

@@ -50,19 +50,32 @@ def detect(path: Path) -> str:
             return "ompi"
         raise UserError(f"{path}: no such file or directory")
     suffix = path.suffix.lower()
-    if suffix in (".npz", ".npy"):
-        return "npz"
-    if suffix == ".mtx":
-        return "mtx"
-    if suffix == ".prof":
-        return "ompi"
-    if suffix in (".graph", ".metis"):
-        return "metis"
+    magic = b""
     if path.is_file():
         with open(path, "rb") as f:
-            magic = f.read(6)
-        if magic.startswith(b"PK\x03\x04") or magic == b"\x93NUMPY":
-            return "npz"        # by its content (`convert --to npz x.csv`): was "a NUL byte: a binary file"
+            magic = f.read(4096)
+    if magic.startswith(b"PK\x03\x04") or magic[:6] == b"\x93NUMPY":
+        return "npz"        # by its content (`convert --to npz x.csv`): was "a NUL byte: a binary file"
+    if suffix in (".npz", ".npy"):
+        return "npz"
+    if suffix == ".prof":
+        return "ompi"
+    if suffix in (".mtx", ".graph", ".metis"):
+        # what `convert --to csv x.mtx` (or --to mtx x.graph, --to metis x.mtx) wrote is read by
+        # its first lines, as under a .csv name: its own reader said "not a MatrixMarket file (no
+        # %%MatrixMarket banner)" or "bad METIS header 'src,dst,bytes'"; anything else is read
+        # by the name, whose reader says what is wrong
+        peek = magic.decode("utf-8", errors="replace").lstrip("\ufeff")
+        fields = re.split(r"[\s,;]+", _first_row(peek).lower())
+        if peek.startswith("%%MatrixMarket"):
+            return "mtx"
+        if fields[:3] in (["src", "dst", "bytes"], ["src", "dst", "words"]):
+            return "mpip" if fields == ["src", "dst", "bytes", "count"] else "csv"
+        head = next((ln.split() for ln in peek.splitlines() if ln.strip() and not ln.startswith("%")), [])
+        if suffix == ".mtx" and peek.startswith("%") and 2 <= len(head) <= 4 and all(t.isdigit() for t in head) \
+                and (len(head) < 3 or set(head[2]) <= {"0", "1"}):
+            return "metis"          # a % comment, then a METIS header (n m [fmt [ncon]])
+        return "mtx" if suffix == ".mtx" else "metis"
     text = _read_text(path, lenient=True)
     if not text.strip():
         what = "an empty file (0 bytes)" if path.stat().st_size == 0 else "empty once decompressed" if not text \
@@ -124,10 +137,22 @@ def _first_row(text: str) -> str:
 
 
 def _read_text(path: Path, lenient: bool = False) -> str:
-    """The file as text: strict UTF-8 (errors name the line) unless lenient (program logs)."""
+    """The file as text: strict UTF-8 (errors name the line) unless lenient (program logs).
+    Lines may end in CR alone (Excel for Mac's "CSV (Macintosh)"): they come as lines ending
+    in LF, as splitlines() already read them (the CSV module saw one line: "new-line
+    character seen in unquoted field - do you need to open the file in universal-newline
+    mode?", a dense matrix was taken for pairs)."""
     if lenient:
-        return validate.read_bytes(path, "traffic file").decode("utf-8", errors="replace").replace("\x00", " ")
-    return validate.read_text(path, "traffic file (text)")
+        # a leading byte-order mark dropped as validate.read_text drops it (a spreadsheet's "CSV
+        # UTF-8" and Notepad write one): the banner or first row was not seen behind it
+        text = validate.read_bytes(path, "traffic file").decode("utf-8", errors="replace").replace("\x00", " ")
+        text = text[1:] if text.startswith("\ufeff") else text
+    else:
+        text = validate.read_text(path, "traffic file (text)")
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 def _looks_like_metis(text: str) -> bool:
@@ -482,7 +507,16 @@ def _read_ompi(path: Path) -> Traffic:
         for lineno, ln in enumerate(_read_text(f).splitlines(), 1):
             fields = ln.split("\t")
             if fields[0] not in ("E", "I"):
-                continue
+                # the same line with its tabs turned into blanks (a dump copied from a terminal,
+                # an editor's retab): it was skipped as no E/I line, its sends lost without a word
+                spaced = _OMPI_SPACED.match(ln)
+                if spaced is None:
+                    if re.match(r"[EI][ \t]", ln):
+                        raise UserError(f"{f}:{lineno}: malformed monitoring line (expected 'E|I<TAB>src<TAB>dst"
+                                        "<TAB>N bytes<TAB>N msgs sent')")
+                    continue
+                fields = [spaced.group(1), spaced.group(2), spaced.group(3), spaced.group(4) + " bytes",
+                          spaced.group(5) + " msgs sent"]
             where = f"{f}:{lineno}"
             if len(fields) < 5 or not fields[3].split() or not fields[4].split():
                 raise UserError(f"{where}: malformed monitoring line (expected 'E|I<TAB>src<TAB>dst<TAB>N bytes"
@@ -506,6 +540,9 @@ def _read_ompi(path: Path) -> Traffic:
     msgs = sp.coo_matrix((np.array(cnt), (src, dst)), shape=(n, n)).tocsr()
     return Traffic(bytes=m, msgs=msgs, source=str(prefix), format="ompi",
                    notes=["Open MPI monitoring: user point-to-point (E) and what collectives sent (I)"])
+
+
+_OMPI_SPACED = re.compile(r"([EI])[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)[ \t]+bytes[ \t]+(\S+)[ \t]+msgs[ \t]+sent\b")
 
 
 def _checked(m, path: Path):
@@ -559,6 +596,9 @@ def _read_mtx(path: Path) -> Traffic:
         raise UserError(f"{path}: a skew-symmetric MatrixMarket matrix (each entry stands for its negative "
                         "across the diagonal too): traffic is never negative; write it as general (or symmetric)")
     data = validate.read_bytes(path, "traffic file")     # a gzip-compressed file comes decompressed
+    data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data      # a byte-order mark, as above
+    if b"\n" not in data and b"\r" in data:         # lines ending in CR alone, as above (scipy: "Premature EOF")
+        data = data.replace(b"\r", b"\n")
     body, line = _mtx_body(data)
     note = re.search(rb"^[ \t]*%", body, re.M)
     if note is not None:

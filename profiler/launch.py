@@ -151,12 +151,29 @@ def _with_env(argv: list[str], kind: str, env: dict[str, str], impl_for_srun: st
     elif kind == "mpich":
         opts = [a for k, v in env.items() for a in ("-genv", k, v)]
     elif kind == "srun":
-        opts = ["--export=ALL," + ",".join(f"{k}={v}" for k, v in env.items())]
+        # a value with a comma (--out 'run,2') goes by the launcher's own environment, which
+        # run_profile sets and --export=ALL hands on (srun_exports)
+        opts = ["--export=ALL," + ",".join(f"{k}={v}" for k, v in srun_exports(env)[0].items())]
         if impl_for_srun and not any(a == "--mpi" or a.startswith("--mpi=") for a in tail):
             opts.append(srun_mpi_option(impl_for_srun))
     else:
         opts = []
     return head + opts + tail
+
+
+def srun_exports(variables: dict) -> tuple[dict, dict]:
+    """(what srun's --export=ALL,K=V,... can pass, what goes in srun's own environment instead).
+    srun splits the list at every comma (quotes are kept as part of the value): a value that
+    holds one reached the tasks cut there, RANKMAP_COLL_ORDER=/data/map,v2/collective-order.txt
+    as /data/map ("does not list every rank; ordering by nodes instead": the collectives ignored
+    the mapping) and RANKMAP_PROFILE_DIR as another directory. --export=ALL hands srun's own
+    environment to the tasks; LD_PRELOAD alone must not be there (srun would load it)."""
+    own = {k: v for k, v in variables.items() if "," in v and k != "LD_PRELOAD"}
+    if "," in variables.get("LD_PRELOAD", ""):
+        raise UserError(f"LD_PRELOAD={variables['LD_PRELOAD']}: a library path with a comma, which srun's --export "
+                        "cannot pass (it splits its list at commas); install rankmap (or the library) under a "
+                        "path without one")
+    return {k: v for k, v in variables.items() if k not in own}, own
 
 
 def new_run_dir(out: str | None, option: str = "--out") -> Path:

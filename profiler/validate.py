@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import re
 import stat
@@ -121,8 +122,10 @@ def integer(tok, where: str, what: str = "value", lo: int | None = None, hi: int
 
 def number(tok, where: str, what: str = "value", lo: float | None = 0.0, hi: float | None = None,
            lo_open: bool = False) -> float:
-    """A finite number from text or JSON (not a bool), in [lo, hi] ((lo, hi] with lo_open)."""
-    if isinstance(tok, bool) or not isinstance(tok, (int, float, str)):
+    """A finite number from text or JSON (not a bool), in [lo, hi] ((lo, hi] with lo_open).
+    A NumPy scalar too (a script's np.int64 or np.float32: "np.int64(3) is not a number"
+    while np.float64, a float, passed)."""
+    if isinstance(tok, bool) or not isinstance(tok, (numbers.Real, str)):      # (numpy's bool is no Real)
         raise UserError(f"{where}: {what} {show(tok)} is not a number")
     if isinstance(tok, str):
         try:

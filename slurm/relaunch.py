@@ -156,6 +156,7 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
     if ntasks is not None and ntasks != m.ntasks:
         raise UserError(f"the mapping in {m.path} is for {m.ntasks} ranks, not {ntasks}")
     check_srun_args(srun_args or [])
+    _readable_by(m.path / "hostfile", "Slurm (SLURM_HOSTFILE)", one_host=True)
     uniq = list(dict.fromkeys(m.hosts))
     if cluster.in_allocation():
         want = cluster.allocation_ntasks()
@@ -200,6 +201,8 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
             used[h] = max(used.get(h, 0), max(cs, default=-1) + 1)
         cluster.check_cores(used, f"the mapping in {m.path}")
     cpus = None if force_wrapper else map_cpu_list(m)
+    if cpus is None:
+        _readable_by(m.path / "binding.txt", "rankmap-bind", crlf=False)
     argv = ["srun", "-m", "arbitrary", "-n", str(m.ntasks)]
     if not any(a == "--mpi" or a.startswith("--mpi=") for a in srun_args or []):
         from rankmap.profiler.launch import program_mpi, srun_mpi_option
@@ -221,11 +224,13 @@ def srun_plan(mapping: str | Path, program: list[str], srun_args: list[str] | No
     if preload:
         exports["LD_PRELOAD"] = ":".join(preload)
         exports.update(collective_env(m.path, preload))
+    from rankmap.profiler.launch import srun_exports
+    exports, own = srun_exports(exports)
     if exports:
         argv.append("--export=ALL," + ",".join(f"{k}={v}" for k, v in exports.items()))
     argv += list(srun_args or [])
-    return Plan(argv=argv + cmd, env={"SLURM_HOSTFILE": str(m.path / "hostfile")}, ntasks=m.ntasks, hosts=uniq,
-                binding=binding)
+    return Plan(argv=argv + cmd, env={"SLURM_HOSTFILE": str(m.path / "hostfile"), **own}, ntasks=m.ntasks,
+                hosts=uniq, binding=binding)
 
 
 def verify(mapping: str | Path, rundir: str | Path) -> list[dict]:
@@ -290,6 +295,33 @@ def _check_mpirun_args(extra: list[str], mpi: str) -> None:
                             f"(rankmap passes -np and the mapping's {'rankfile' if mpi == 'openmpi' else 'machinefile'})")
 
 
+def _readable_by(f: Path, reader: str, crlf: bool = True, one_host: bool = False) -> None:
+    """The file as `reader` (the launcher, or rankmap-bind) reads it itself: rankmap reads a
+    byte-order mark, CRLF line ends and a hostfile's `host:k` or `host slots=N` (a file edited
+    on Windows, a machinefile copied over the hostfile), the launchers do not, and they failed
+    only after rankmap had checked the mapping: Slurm with "Invalid node name specified",
+    "Invalid hostfile contents on line 1" or "Too few NodeNames in Slurm Hostfile", Open MPI
+    with "parse error in the hostfile", MPICH with ssh to a host named '\\357\\273\\277n1',
+    rankmap-bind with "rank 0 is not in binding.txt".
+    crlf: the reader refuses CRLF too (Slurm, Open MPI; MPICH and rankmap-bind take it).
+    one_host: the reader takes one host per line, no rank count (Slurm's SLURM_HOSTFILE)."""
+    from rankmap.profiler import validate
+    data = validate.read_bytes(f, f.name)
+    fix = "write the mapping again (rankmap map), or edit the file"
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise UserError(f"{f}: starts with a byte-order mark (U+FEFF, an editor's 'UTF-8 with BOM'), which {reader} "
+                        f"does not read; {fix}: sed -i '1s/^\\xEF\\xBB\\xBF//' {shlex.quote(str(f))}")
+    if crlf and b"\r" in data:
+        line = data.count(b"\n", 0, data.index(b"\r")) + 1
+        raise UserError(f"{f}:{line}: a carriage return (Windows CRLF line ends), which {reader} does not read; "
+                        f"{fix}: dos2unix {shlex.quote(str(f))}")
+    if one_host:
+        given = next((w for w in read_placement(f).lines or [] if w[1]), None)
+        if given is not None:
+            raise UserError(f"{given[0]}: {given[1]!r}: {reader} reads one host per line, one line per rank "
+                            f"(no rank counts); {fix} ({f.name} as `rankmap map` writes it)")
+
+
 def _check_launch_file(m: Mapping, name: str) -> None:
     """The rankfile or machinefile mpirun gets says what binding.txt says: evaluate and predict
     read binding.txt, and a file edited alone was launched unread."""
@@ -316,6 +348,11 @@ def mpirun_plan(mapping: str | Path, program: list[str], mpi: str | None = None,
     mpi = mpi or native.default_mpi()
     _check_mpirun_args(list(extra or []), mpi)
     _check_launch_file(m, "rankfile" if mpi == "openmpi" else "machinefile")
+    if mpi == "openmpi":
+        _readable_by(m.path / "rankfile", "Open MPI's mpirun")
+    else:
+        _readable_by(m.path / "machinefile", "MPICH's mpiexec", crlf=False)
+        _readable_by(m.path / "binding.txt", "rankmap-bind", crlf=False)
     uniq = list(dict.fromkeys(m.hosts))
     env = {"LD_PRELOAD": ":".join(preload)} | collective_env(m.path, preload) if preload else {}
     if mpi == "openmpi":

@@ -102,6 +102,21 @@ def _run_group(cmd: list[str], timeout: float | None, env: dict) -> subprocess.C
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def uncaught(stderr_lines: list[str]) -> str:
+    """The text of the exception SimGrid died of ("Uncaught exception std::invalid_argument:
+    parse replay failed." and the lines under it), on one line, without its backtrace and
+    its "Please contact the Simgrid team" ("" if it died otherwise)."""
+    at = next((i for i, ln in enumerate(stderr_lines) if "Uncaught exception" in ln), None)
+    if at is None:
+        return ""
+    out = [stderr_lines[at].split("Uncaught exception", 1)[1].lstrip(" :")]
+    for ln in stderr_lines[at + 1:]:
+        if ln.startswith("[") or "Current backtrace" in ln or ln.lstrip().startswith("->") or "Please contact" in ln:
+            break
+        out.append(ln.strip())
+    return " ".join(x for x in out if x)
+
+
 def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None = None,
              env: dict | None = None, retry: bool = False) -> SimResult:
     exe = require()
@@ -136,6 +151,13 @@ def _smpirun(args: list[str], timeout: float | None, what: str, tmp: str | None 
         lines = [ln for ln in every if "[0.000000]" not in ln]        # SimGrid's start-up chatter
         # the cause, above the backtrace (a platform SimGrid refuses says why at time 0)
         why = [ln for ln in every if "CRITICAL" in ln or "ERROR" in ln][:2]
+        thrown = uncaught(every)
+        if thrown:
+            # SimGrid's exception says what it refused on the lines under its first one ("2 items
+            # were given on the line... needs 3 mandatory arguments... The full line that was
+            # given is: 0 wait"); the tail shown was its backtrace ("-> 6# 0x00007F54... in
+            # libsimgrid.so.3.32"), and the line it refused was never named
+            raise UserError(f"{what} failed (exit {res.returncode}): SimGrid: {thrown}")
         tail = "\n".join(why + [ln for ln in lines[-6:] if ln not in why])
         raise UserError(f"{what} failed (exit {res.returncode}):\n{tail}")
     return SimResult(seconds=float(m.group(1)), wall=wall, stdout=res.stdout, stderr=res.stderr, command=cmd)

@@ -75,9 +75,11 @@ def time_mpi(op: str, sizes: list[int], mpi: str, nranks: int, env: dict, iters:
 
 def choose(times: dict[str, dict[int, float]], sizes: list[int], margin: float) -> list[tuple[int, str]]:
     """Per size, the fastest kernel when it beats the library ("lib") by the margin; the
-    rules are the sizes where the choice changes (the first one from 0)."""
+    rules are the sizes where the choice changes (the first one from 0), from the smallest size
+    up whatever order the sizes were given in: `--sizes 1048576,8` made "from 0 the 1 MB
+    choice, from 8 B the 8 B one", the table upside down, without a word."""
     rules: list[tuple[int, str]] = []
-    for b in sizes:
+    for b in sorted(set(sizes)):
         lib = times["lib"][b]
         best = min((k for k in times if k != "lib"), key=lambda k: times[k][b], default=None)
         pick = best if best is not None and times[best][b] * (1 + margin) <= lib else "lib"

@@ -49,6 +49,11 @@ def tune_collectives_cmd(ntasks, platform_dir, per_node, grid, mpi, ops, sizes, 
     bad = [op for op in ops.split(",") if op not in tc.KERNELS]
     if bad:
         raise UserError(f"--ops: unknown operation {bad[0]!r}; choose among {', '.join(tc.KERNELS)}")
+    again = next((op for i, op in enumerate(ops.split(",")) if op in ops.split(",")[:i]), None)
+    if again is not None:
+        # timed twice, its rules written twice: the kernels appended the second table to the
+        # first, whose order then no longer said which rule holds for a size
+        raise UserError(f"--ops {ops}: {again} is given twice; give each operation once")
     if grid is not None:
         from rankmap.mapper.network import parse_dims
         import math
