@@ -489,7 +489,7 @@ def parse_level_costs(text: str | None, names: list[str]) -> np.ndarray:
                         f"top to bottom: {', '.join(names)}")
     if any(not np.isfinite(v) or v < 0 for v in vals):
         raise UserError("--level-costs must be finite and non-negative")
-    return np.array(vals)
+    return np.array(vals, dtype=float) + 0.0          # ('-0' is zero: it was printed as 'node -0')
 
 
 def _naming(flag: str, value, make):

@@ -805,7 +805,8 @@ def torus_from(dims_text: str, hosts: list[str], coords_file: str | dict | None,
         missing = [h for h in hosts if h not in coords_file]
         if missing:
             raise UserError(f"no torus coordinates for host {missing[0]}")
-        rows = [coords_file[h] for h in hosts]
+        # a tuple or a numpy row as well as machine.json's lists (a script's own coordinates)
+        rows = [list(c) if isinstance(c, (tuple, np.ndarray)) else c for c in (coords_file[h] for h in hosts)]
         if any(not isinstance(c, list) or len(c) != len(dims) for c in rows):
             raise UserError(f"torus coordinates: each host needs a list of {len(dims)} whole numbers")
         coords = np.array([[validate.integer(x, "torus coordinates", f"{h}", 0, float_form=False) for x in c]

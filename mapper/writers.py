@@ -83,13 +83,14 @@ def collective_order(slot: np.ndarray, machine: Machine) -> str:
     return head + "".join(f"{r}\n" for r in order.tolist())
 
 
-def mapping_target(out_dir, force: bool = False, inputs=(), option: str = "--out") -> outputs.Target:
+def mapping_target(out_dir, force: bool = False, inputs=(), option: str = "--out",
+                   force_flag: str = "--force") -> outputs.Target:
     """Where a mapping goes, checked before any work (rankmap.profiler.outputs): never the
     current directory or an input; an existing directory only when it is a mapping (and
-    --force)."""
+    --force, the API's force=True: force_flag)."""
     if isinstance(out_dir, outputs.Target):
         return out_dir
-    return outputs.target_dir(out_dir, option, "mapping", force, inputs)
+    return outputs.target_dir(out_dir, option, "mapping", force, inputs, force_flag=force_flag)
 
 
 def write_mapping(out_dir, slot: np.ndarray, machine: Machine, report: dict, machine_spec: dict,

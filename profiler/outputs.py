@@ -144,9 +144,11 @@ def is_rankmap_dir(p: Path, kind: str) -> bool:
         any(n == known[0] for n in names)
 
 
-def target_dir(text, option: str, kind: str, force: bool = False, inputs=(), new: bool = False) -> Target:
+def target_dir(text, option: str, kind: str, force: bool = False, inputs=(), new: bool = False,
+               force_flag: str = "--force") -> Target:
     """A directory rankmap will write as a whole (replaced atomically): checked now, before
-    any work. `new`: it must not exist yet (or be empty); nothing is ever replaced."""
+    any work. `new`: it must not exist yet (or be empty); nothing is ever replaced.
+    force_flag: how the caller asks to replace (the Python API's force=True)."""
     p = _check_common(text, option, inputs, True)
     if not p.exists():
         return Target(p, option, kind, False)
@@ -164,10 +166,10 @@ def target_dir(text, option: str, kind: str, force: bool = False, inputs=(), new
                         "(an earlier output is never overwritten)")
     if not is_rankmap_dir(p, kind):
         raise UserError(f"{option} {text}: {p} exists and is not {WHAT.get(kind, kind)} (no "
-                        f"{MARKER.format(kind=kind)} marker); rankmap does not replace it, even with --force: "
+                        f"{MARKER.format(kind=kind)} marker); rankmap does not replace it, even with {force_flag}: "
                         "choose another path, or remove it yourself")
     if not force:
-        raise UserError(f"{option} {text}: {p} already exists; pass --force to replace it")
+        raise UserError(f"{option} {text}: {p} already exists; pass {force_flag} to replace it")
     if kind in KNOWN:        # replaced as a whole: what the user put there beside rankmap's files would go too
         marker = MARKER.format(kind=kind)
         foreign = sorted(n for n in (c.name for c in p.iterdir())
@@ -175,7 +177,7 @@ def target_dir(text, option: str, kind: str, force: bool = False, inputs=(), new
         if foreign:
             raise UserError(f"{option} {text}: {p} also holds {foreign[0]!r}"
                             + (f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else "")
-                            + ", which rankmap did not write; --force replaces only what rankmap wrote: move it "
+                            + f", which rankmap did not write; {force_flag} replaces only what rankmap wrote: move it "
                             "out, or choose another path")
     _probe_writable(p.parent, option, text)
     return Target(p, option, kind, True)

@@ -209,6 +209,8 @@ def write(out, traffic, machine, result, force: bool = False):
         raise UserError(f"result {result!r:.60}: expected what rankmap.map() returns")
     if machine.spec is None:
         raise ValueError("write() needs a machine made by rankmap.machine() (it records its description)")
+    # (named as this function's arguments: "pass --force" meant nothing to a script)
+    target = writers.mapping_target(out, force, option="out", force_flag="force=True")
     slots = metrics.placement(result.slot_of_rank, machine, traffic.size)     # a list too (a TypeError below)
     # the cost on this machine: a result mapped onto another one (same slot count, other levels
     # or network) was written with that machine's cost, which `rankmap evaluate` then contradicts
@@ -222,4 +224,4 @@ def write(out, traffic, machine, result, force: bool = False):
                      "onto another machine; the cost here is this machine's")
     rep = {"cost": cost, "chosen": getattr(result, "chosen", None), "notes": notes,
            "metrics": report.compare(traffic.bytes, machine, {"rankmap": slots}, by_node=True)}
-    return writers.write_mapping(out, slots, machine, rep, spec.frozen(machine.spec, machine, compact=True), force)
+    return writers.write_mapping(target, slots, machine, rep, spec.frozen(machine.spec, machine, compact=True))

@@ -421,3 +421,41 @@ def test_api_numbers_of_numpy_types_give_the_same_machine():
     b = rankmap.machine("n[1-4]", "pack:1 core:1", torus="4", hop_cost=7)
     ring = np.roll(np.eye(4), 1, axis=1) * 1e6
     assert rankmap.evaluate(ring, a, [0, 2, 1, 3]) == rankmap.evaluate(ring, b, [0, 2, 1, 3])
+
+
+# ----------------------------------------------------------------------------- the round's leftovers
+
+def test_api_write_over_a_mapping_names_force_true(tmp_path):
+    """write() on an existing mapping told a script to "pass --force" (the CLI's flag)."""
+    t = rankmap.traffic(np.ones((4, 4)) - np.eye(4))
+    m = rankmap.machine("n[1-2]", "pack:1 core:2")
+    r = rankmap.map(t, m)
+    rankmap.write(tmp_path / "m", t, m, r)
+    with pytest.raises(rankmap.UserError, match=r"out .*already exists; pass force=True to replace it"):
+        rankmap.write(tmp_path / "m", t, m, r)
+    rankmap.write(tmp_path / "m", t, m, r, force=True)                # control
+
+
+def test_api_torus_coordinates_as_tuples_or_numpy_rows():
+    """machine(coords=...) took only lists (as machine.json writes them): a script's tuples or
+    numpy rows were "each host needs a list of 1 whole numbers"."""
+    t = rankmap.traffic(np.ones((4, 4)) - np.eye(4))
+    given = rankmap.machine("n[1-4]", "pack:1 core:1", torus="4",
+                            coords={"n1": (0,), "n2": np.array([1]), "n3": [2], "n4": (np.int64(3),)})
+    lists = rankmap.machine("n[1-4]", "pack:1 core:1", torus="4", coords={f"n{i + 1}": [i] for i in range(4)})
+    assert rankmap.map(t, given, seed=0).cost == rankmap.map(t, lists, seed=0).cost
+    with pytest.raises(rankmap.UserError, match="not a whole number"):                  # control
+        rankmap.machine("n[1-2]", "pack:1 core:1", torus="4", coords={"n1": (0.5,), "n2": (1,)})
+
+
+def test_help_of_an_option_without_bounds_shows_no_range():
+    """`rankmap map --help` showed `[x<=None]` after --parallel's help."""
+    res = run_cli("map", "--help")
+    assert res.returncode == 0 and "None]" not in res.stdout and "--parallel" in res.stdout
+
+
+def test_level_cost_minus_zero_is_zero(ring8, tmp_path):
+    """--level-costs -0,0,0 was taken and printed as 'node -0'."""
+    res = run_cli("map", ring8, *MACHINE, "--level-costs=-0,0,0", "--out", tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    assert "-0" not in json.loads((tmp_path / "m" / "report.json").read_text())["machine"]

@@ -62,6 +62,10 @@ class WholeNumber(click.IntRange):
                 self.fail(f"{value!r} is not a whole number", param, ctx)
         return super().convert(value, param, ctx)
 
+    def _describe_range(self) -> str:
+        # no bounds (the command checks the value itself): click's help said "[x<=None]"
+        return super()._describe_range() if self.min is not None or self.max is not None else ""
+
 
 POSITIVE = Number(0.0, lo_open=True)       # speeds, seconds
 NON_NEGATIVE = Number(0.0)                 # costs, overheads
