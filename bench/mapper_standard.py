@@ -52,8 +52,6 @@ import math
 import sys
 from pathlib import Path
 
-import gzip
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -64,6 +62,7 @@ sys.path.insert(0, str(BENCH.parent))
 import competitors as C  # noqa: E402
 import mapper_anchors as A  # noqa: E402
 from rankmap.mapper import machine as M  # noqa: E402
+from rankmap.profiler.errors import UserError  # noqa: E402
 
 sys.path.insert(0, str(BENCH / "data" / "graphs"))
 import generate as G  # noqa: E402
@@ -85,30 +84,11 @@ DEFAULT_COMPETITORS = ("sharedmap-fast", "sharedmap-eco", "sharedmap-strong", "k
 
 
 def read_metis(path: Path) -> sp.csr_matrix:
-    """A METIS graph (fmt 0/1/10/11/100..., ncon; gzipped if its name ends in .gz) as a
-    symmetric CSR of edge weights."""
-    text = gzip.decompress(Path(path).read_bytes()).decode() if str(path).endswith(".gz") else Path(path).read_text()
-    lines = [ln for ln in text.splitlines() if not ln.startswith("%")]
-    head = lines[0].split()
-    n = int(head[0])
-    fmt = head[2].zfill(3) if len(head) > 2 else "000"
-    ncon = int(head[3]) if len(head) > 3 else 1
-    has_vs, has_vw, has_ew = fmt[0] == "1", fmt[1] == "1", fmt[2] == "1"
-    skip = (1 if has_vs else 0) + (ncon if has_vw else 0)
-    body = lines[1:1 + n] + [""] * max(0, n - len(lines) + 1)
-    rows, cols, vals = [], [], []
-    for v, ln in enumerate(body):
-        a = np.array(ln.split()[skip:], dtype=np.int64)
-        if has_ew:
-            u, w = a[0::2] - 1, a[1::2]
-        else:
-            u, w = a - 1, np.ones(len(a), dtype=np.int64)
-        rows.append(np.full(len(u), v)), cols.append(u), vals.append(w)
-    W = sp.csr_matrix((np.concatenate(vals).astype(np.float64), (np.concatenate(rows), np.concatenate(cols))),
-                      shape=(n, n))
-    W.sum_duplicates()
-    W.setdiag(0)
-    W.eliminate_zeros()
+    """A METIS graph (any fmt and ncon; gzipped or not) as a symmetric CSR of edge weights,
+    read by rankmap's own reader (its checks: a short or asymmetric file is named, not padded)."""
+    from rankmap.profiler.formats import read_traffic
+    t = read_traffic(path, fmt="metis")
+    W = (t.bytes + t.bytes.T).tocsr()          # (the reader gives half of each weight per direction)
     W.sort_indices()
     return W
 
@@ -176,9 +156,8 @@ def load_graph(name: str) -> sp.csr_matrix:
     path = graph_path(name)
     try:
         return read_metis(path)
-    except (ValueError, IndexError, UnicodeDecodeError, OSError, EOFError) as e:
-        # a CSV or a truncated file ended the run in a ValueError from int() or numpy
-        sys.exit(f"--graphs {path}: not a METIS graph ({e}); the first line is 'vertices edges [fmt [ncon]]'")
+    except UserError as e:
+        sys.exit(f"--graphs {path}: not a METIS graph rankmap reads ({e})")
 
 
 def recorded_runs(paths: str | None) -> dict:
