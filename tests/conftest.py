@@ -83,6 +83,17 @@ class CliResult:
     stderr: str
 
 
+# an 8-rank ring of 1 MB messages: the small traffic most CLI tests map
+RING8 = "src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 8},1000000\n" for i in range(8))
+
+
+@pytest.fixture
+def ring8(tmp_path):
+    f = tmp_path / "ring8.csv"
+    f.write_text(RING8)
+    return f
+
+
 def run_cli(*args, env: dict | None = None, cwd=None, input: str | None = None) -> CliResult:
     """`rankmap ARGS` in this process (click's CliRunner): what a user sees, without the
     start-up of a new interpreter. A Python exception that escapes the command (a traceback

@@ -18,16 +18,8 @@ import rankmap
 from conftest import one_error_line, run_cli
 from rankmap.profiler.errors import UserError
 
-RING8 = "src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 8},1000000\n" for i in range(8))
 PROBE = {"latency_us": {"same socket": 0.1, "neighbour node": 1000},
          "bandwidth_GBps": {"same socket": 10, "neighbour node": 1}}
-
-
-@pytest.fixture
-def ring8(tmp_path):
-    f = tmp_path / "ring8.csv"
-    f.write_text(RING8)
-    return f
 
 
 @pytest.fixture

@@ -21,18 +21,10 @@ import numpy as np
 import pytest
 
 import rankmap
-from conftest import ROOT, app, launcher, one_error_line, require, run_cli, spawn_cli, ti_trace
+from conftest import RING8, ROOT, app, launcher, one_error_line, require, run_cli, spawn_cli, ti_trace
 
-RING8 = "src,dst,bytes\n" + "".join(f"{i},{(i + 1) % 8},1000000\n" for i in range(8))
 MACHINE = ["--nodes", "n[1-2]", "--node-topology", "pack:2 core:2"]
 BOM = b"\xef\xbb\xbf"
-
-
-@pytest.fixture
-def ring8(tmp_path):
-    f = tmp_path / "ring8.csv"
-    f.write_text(RING8)
-    return f
 
 
 @pytest.fixture
