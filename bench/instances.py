@@ -31,6 +31,13 @@ Traffic families (W symmetric, bytes both directions, zero diagonal; P = the mac
              other traffic (cubed sphere, multigrid, coupler, BFS, Delaunay domains, pipelines,
              ties, idle ranks, prime counts) and machines (other level costs, GPU nodes, uneven
              switch paths, odd tori, mixed nodes without switches).
+  fresh3     held out only, run only when named (--families fresh3; with the 1k sizes): 36
+             fixed instances of 512-4,096 ranks built apart from fresh and fresh2
+             (bench/fresh3_instances.py): other traffic (MD with PME ranks, 4-D lattice QCD,
+             uneven FFT sub-communicators, nested dissection, ocean land masks, PIC hot spots,
+             ensembles, workflows, space-filling-curve orders, dense noise, a tree code) and
+             machines (2 x 64, 4 x 24, 1000/900/10, GPU nodes of 8, a 4-level switch tree, a
+             fat tree, other dragonflies, tori with nodes missing, mixed nodes in one switch).
 
 Machine shapes (nodes chosen so that the slots are about the size asked; P = slots):
 
@@ -73,11 +80,11 @@ APPS = Path(__file__).resolve().parent / "data" / "apps"
 from rankmap.mapper import machine as _machine  # noqa: E402
 
 FAMILIES = ("stencil7", "stencil27", "mesh", "amr", "a2a", "mix", "social", "apps64", "apps", "networks", "patterns",
-            "fresh", "fresh2")
+            "fresh", "fresh2", "fresh3")
 SYNTHETIC = ("stencil7", "stencil27", "mesh", "amr", "a2a", "mix", "social")
-HOLDOUT_ONLY_FAMILIES = ("mix", "networks", "fresh", "fresh2")
+HOLDOUT_ONLY_FAMILIES = ("mix", "networks", "fresh", "fresh2", "fresh3")
 # run only when named, so that the runs documented before it came keep their instances
-NAMED_ONLY_FAMILIES = ("fresh", "fresh2")
+NAMED_ONLY_FAMILIES = ("fresh", "fresh2", "fresh3")
 DEFAULT_FAMILIES = tuple(f for f in FAMILIES if f not in NAMED_ONLY_FAMILIES)
 # real graphs of skewed degrees (collaboration and trust networks, bench/data/graphs) as the
 # traffic of one rank per vertex: held out from the rule for skewed degrees, which was set on
@@ -796,6 +803,10 @@ class Instance:
             import fresh2_instances
             W, self.traffic_note, kw, self.machine_note = fresh2_instances.build(self.shape_file)
             return W, _machine.build(**kw)
+        if self.family == "fresh3":
+            import fresh3_instances
+            W, self.traffic_note, kw, self.machine_note = fresh3_instances.build(self.shape_file)
+            return W, _machine.build(**kw)
         m, self.machine_note = build_machine(self.shape, SIZES[self.size])
         W, self.traffic_note = GENERATORS[self.family](m.nslots, self.seed)
         return W, m
@@ -890,6 +901,12 @@ def instances(families=None, sizes=("1k",), which: str = "tune", seeds=None, sha
                     import fresh2_instances
                     out += [Instance(f"fresh2/{nm}", "fresh2", "1k", "fresh2", 0, st, shape_file=nm)
                             for nm in fresh2_instances.NAMES]
+                continue
+            if fam == "fresh3":                                  # fixed instances of 512-4,096 ranks
+                if st == "holdout" and "1k" in sizes:
+                    import fresh3_instances
+                    out += [Instance(f"fresh3/{nm}", "fresh3", "1k", "fresh3", 0, st, shape_file=nm)
+                            for nm in fresh3_instances.NAMES]
                 continue
             if fam in HOLDOUT_ONLY_FAMILIES and st == "tune":
                 continue

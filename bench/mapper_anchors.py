@@ -22,6 +22,7 @@ end of the run); one job at a time (this machine has 2 cores: run under `nice -n
     .venv/bin/python bench/mapper_anchors.py --families apps64 --json out.json --csv out.csv
     .venv/bin/python bench/mapper_anchors.py --set holdout --families fresh --json fresh.json   # 48 fixed, ~30 min
     .venv/bin/python bench/mapper_anchors.py --set holdout --families fresh2 --json fresh2.json  # 42 more, ~20 min
+    .venv/bin/python bench/mapper_anchors.py --set holdout --families fresh3 --json fresh3.json  # 36 more, 512-4,096 ranks
     .venv/bin/python bench/mapper_anchors.py --list            # the instances, nothing run
     .venv/bin/python bench/mapper_anchors.py --competitors-from out.json --json new.json   # rankmap again
 """
