@@ -311,12 +311,10 @@ def kahip_candidates(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: l
     (KAHIP_SECONDS_PER_UNIT_MAX) and gives None."""
     n, k = len(indptr) - 1, len(caps)
     preset = _PRESET.pop((n, len(col), tuple(caps)), "fast")
+    at_most = (n + len(col)) * KAHIP_SECONDS_PER_UNIT_MAX[preset.split("+")[0]]
 
     def run(*args, **kw):
-        if deadline is not None and \
-                time.monotonic() + (n + len(col)) * KAHIP_SECONDS_PER_UNIT_MAX[preset.split("+")[0]] > deadline:
-            return forked_call(deadline, kahip, *args, **kw)
-        return kahip(*args, **kw)
+        return within(deadline, at_most, kahip, *args, **kw)
     if units and preset == "strong" and n < KAHIP_ECO_MIN_VERTICES and _filled_exactly(n, caps):
         # strong below KAHIP_ECO_MIN_VERTICES: a full split of units of work into 8+ parts (kahip_preset),
         # one candidate without room on UNITS_EXACT_SEEDS seeds (UNITS_EXACT_STRONG_MIN_VERTICES's comment)
@@ -342,10 +340,20 @@ def kahip_candidates(indptr: np.ndarray, col: np.ndarray, w: np.ndarray, caps: l
 KAHIP_SECONDS_PER_UNIT_MAX = {"fast": 35e-6, "eco": 1.1e-3, "strong": 250e-6}
 
 
+def within(deadline: float | None, at_most: float, function, *args, **kwargs):
+    """function(*args, **kwargs) in place where it cannot end past `deadline` (time.monotonic();
+    None: no deadline) even if it takes `at_most` seconds; else in a forked process stopped at
+    the deadline (forked_call: None if stopped)."""
+    if deadline is None or time.monotonic() + at_most <= deadline:
+        return function(*args, **kwargs)
+    return forked_call(deadline, function, *args, **kwargs)
+
+
 def forked_call(deadline: float, function, *args, **kwargs):
     """function(*args, **kwargs) in a forked copy of this process, killed at `deadline`
-    (time.monotonic()): its result, or None if the deadline came first. For single-threaded C
-    code (KaHIP) that cannot be interrupted; its exceptions are raised here."""
+    (time.monotonic()): its result, or None if the deadline came first. For C code that cannot
+    be interrupted and runs on this thread alone (KaHIP, Mt-KaHyPar on one thread); its
+    exceptions are raised here."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:                                  # the child: no Python cleanup, no buffers flushed twice

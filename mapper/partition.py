@@ -241,10 +241,7 @@ def split_candidates(sub: _Sub, caps: list[int], seed: int, graph_work: int | No
                                vcycles=backends.FULL_SPLIT_VCYCLES if full else None)
     def bounded(call, per_unit_max: float, *args):
         # (None: stopped at the deadline)
-        if deadline is not None and \
-                time.monotonic() + MTKAHYPAR_CALL_SECONDS + per_unit_max * (sub.n + sub.nnz) > deadline:
-            return backends.forked_call(deadline, call, *args)
-        return call(*args)
+        return backends.within(deadline, MTKAHYPAR_CALL_SECONDS + per_unit_max * (sub.n + sub.nnz), call, *args)
     if "mtkahypar" in how and not late(MTKAHYPAR_SECONDS_PER_UNIT, MTKAHYPAR_CALL_SECONDS):
         cands.append(bounded(mt.partition, MTKAHYPAR_SECONDS_PER_UNIT_MAX))
     out, seen = [], set()
